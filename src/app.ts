@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import { systemClock, type Clock } from './clock.js'
+import type { Config } from './config.js'
+import type { Database } from './db/connection.js'
+import { errorHandler, invalidRequest, notFoundHandler } from './errors.js'
+import { AccessLog } from './http/access-log.js'
+import { healthRoutes } from './http/health.js'
+import { createAjv, validatorCompiler } from './http/validation.js'
+import { checkUrlSyntaxOnly, type ImageCheck } from './images/check.js'
+import { ListingRepository } from './listings/repository.js'
+import { listingRoutes } from './listings/routes.js'
+import { authenticate } from './providers/authenticate.js'
+import { ProviderRepository } from './providers/repository.js'
+
+export interface AppDependencies {
+  config: Config
+  database: Database
+  clock?: Clock
+  checkImages?: ImageCheck
+  /** A pino logger; none means silent (tests). */
+  logger?: FastifyBaseLogger
+}
+
+/** Request bodies above this are refused with 413 before they are read (contract §5). */
+export const BODY_LIMIT_BYTES = 1024 * 1024
+
+// Contract §4: a client's X-Request-Id is echoed when it is at most 128 visible ASCII characters.
+const CLIENT_REQUEST_ID = /^[\x21-\x7E]{1,128}$/
+
+/** Builds the whole service on a migrated database. Never listens: server.ts does, tests use inject(). */
+export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  const { config, database } = deps
+  const clock = deps.clock ?? systemClock
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    logController: new AccessLog(),
+    genReqId(request) {
+      const sent = request.headers['x-request-id']
+      return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : randomUUID()
+    },
+  })
+
+  app.setValidatorCompiler(validatorCompiler(createAjv()))
+  app.setErrorHandler(errorHandler)
+  app.setNotFoundHandler(notFoundHandler)
+  app.decorateRequest('provider', null)
+
+  // JSON is the only body type; anything else is 415. JSON.parse keeps "__proto__" as an ordinary own key,
+  // which validation then rejects as an unknown field, so it can never reach an object's prototype.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, JSON.parse(body as string))
+    } catch (error) {
+      done(invalidRequest([{ pointer: '', detail: `is not valid JSON: ${(error as Error).message}` }]), undefined)
+    }
+  })
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  await app.register(healthRoutes, { database })
+
+  const providers = new ProviderRepository(database)
+  const listings = new ListingRepository(database)
+  await app.register(
+    async (api) => {
+      api.addHook('onRequest', authenticate(providers))
+      // Its own 404 handler keeps unknown /api/v1 paths behind authentication too.
+      api.setNotFoundHandler(notFoundHandler)
+      await api.register(listingRoutes, {
+        listings,
+        clock,
+        create: {
+          listings,
+          clock,
+          checkImages: deps.checkImages ?? checkUrlSyntaxOnly,
+          ttlSeconds: {
+            timed: config.LISTING_TTL_TIMED_SECONDS,
+            priority_timed: config.LISTING_TTL_PRIORITY_TIMED_SECONDS,
+          },
+        },
+      })
+    },
+    { prefix: '/api/v1' },
+  )
+  return app
+}

@@ -1,0 +1,121 @@
+import { Type, type Static, type TSchema } from 'typebox'
+import { Ajv } from 'ajv'
+
+/**
+ * The one description of the service's configuration (contract §2): it validates the environment, gives the
+ * typed `Config`, and is the source the README's variable table is written from.
+ */
+export const ConfigSchema = Type.Object(
+  {
+    PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port' }),
+    HOST: Type.String({
+      minLength: 1,
+      default: '127.0.0.1',
+      description: 'bind address (`0.0.0.0` in containers)',
+    }),
+    DATABASE_URL: Type.String({
+      pattern: '^(sqlite:.+|postgres(ql)?://.+)$',
+      default: 'sqlite:./data/listings.db',
+      description: '`sqlite:<path>`, `sqlite::memory:`, or `postgres://…` / `postgresql://…`',
+    }),
+    LISTING_TTL_TIMED_SECONDS: Type.Integer({
+      minimum: 1,
+      default: 7200,
+      description: 'lifetime of a `timed` listing',
+    }),
+    LISTING_TTL_PRIORITY_TIMED_SECONDS: Type.Integer({
+      minimum: 1,
+      default: 3600,
+      description: 'lifetime of a `priority_timed` listing',
+    }),
+    IMAGE_MAX_BYTES: Type.Integer({
+      minimum: 1,
+      default: 5242880,
+      description: 'largest accepted image (5 MiB), inclusive',
+    }),
+    IMAGE_FETCH_TIMEOUT_MS: Type.Integer({
+      minimum: 1,
+      default: 5000,
+      description: 'whole budget for fetching one image, body included',
+    }),
+    IMAGE_ALLOW_PRIVATE_NETWORKS: Type.Boolean({
+      default: false,
+      description: '`true` lets images come from loopback/private addresses (development and tests only)',
+    }),
+    RATE_LIMIT_PER_MINUTE: Type.Integer({
+      minimum: 0,
+      default: 600,
+      description: 'requests per minute per provider on `/api/v1/*`; `0` disables',
+    }),
+    REDIS_URL: Type.Optional(
+      Type.String({
+        pattern: '^rediss?://.+',
+        description: 'when set, rate-limit counters are shared through Redis by every instance',
+      }),
+    ),
+    LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      default: 'info',
+      description: 'pino level',
+    }),
+  },
+  { additionalProperties: false },
+)
+
+export type Config = Readonly<Static<typeof ConfigSchema>>
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+type FieldSchema = TSchema & {
+  type?: string
+  minimum?: number
+  maximum?: number
+  enum?: string[]
+  description?: string
+}
+
+const fields = ConfigSchema.properties as Record<string, FieldSchema>
+
+/** What a variable accepts, in words, for the one stderr line that stops a bad start-up. */
+function accepted(schema: FieldSchema): string {
+  if (schema.enum) return `one of ${schema.enum.join(', ')}`
+  if (schema.type === 'boolean') return 'true or false'
+  if (schema.type === 'integer') {
+    return schema.maximum === undefined
+      ? `an integer >= ${schema.minimum}`
+      : `an integer from ${schema.minimum} to ${schema.maximum}`
+  }
+  return schema.description ?? 'a non-empty string'
+}
+
+/**
+ * Environment values are strings; this turns them into the schema's types without the loose coercions a
+ * generic coercer allows (" 1", "0x10" and "1e3" are not ports).
+ */
+function fromEnvString(schema: FieldSchema, raw: string): unknown {
+  if (schema.type === 'integer') return /^-?\d{1,15}$/.test(raw) ? Number(raw) : raw
+  if (schema.type === 'boolean') return raw === 'true' ? true : raw === 'false' ? false : raw
+  return raw
+}
+
+const validate = new Ajv({ allErrors: false, useDefaults: true, strict: true }).compile(ConfigSchema)
+
+/** Reads the configuration from an environment; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const values: Record<string, unknown> = {}
+  for (const [name, schema] of Object.entries(fields)) {
+    const raw = env[name]
+    // An empty variable (`PORT=`) means "not set", as shells and compose files commonly produce it.
+    if (raw !== undefined && raw !== '') values[name] = fromEnvString(schema, raw)
+  }
+  if (!validate(values)) {
+    const error = validate.errors?.[0]
+    const name = error?.instancePath.slice(1) ?? 'configuration'
+    const schema = fields[name]
+    // URLs can carry passwords: name the variable but never echo its value.
+    const shown = name.endsWith('_URL') ? '' : ` (got ${JSON.stringify(env[name])})`
+    throw new ConfigError(`${name} must be ${schema ? accepted(schema) : 'valid'}${shown}`)
+  }
+  return Object.freeze(values as Config)
+}

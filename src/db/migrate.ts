@@ -1,0 +1,42 @@
+import { sql, type Kysely } from 'kysely'
+import type { Database } from './connection.js'
+import { beginExclusive } from './dialect.js'
+import * as initial from '../migrations/2026-11-21-initial.js'
+
+interface Migration {
+  name: string
+  up(db: Kysely<any>): Promise<void>
+}
+
+/** In order; names are dated and never reused. */
+const migrations: Migration[] = [{ name: '2026-11-21-initial', up: initial.up }]
+
+/**
+ * Applies pending migrations in one transaction under an exclusive lock, so it is idempotent and safe when
+ * several instances start at once: the second waits, then finds nothing to do. Returns the names applied.
+ */
+export async function migrate(database: Database): Promise<string[]> {
+  return database.kysely.connection().execute(async (conn) => {
+    await beginExclusive(database.dialect, conn)
+    try {
+      await sql`create table if not exists schema_migrations (
+        name text primary key,
+        applied_at_ms bigint not null
+      )`.execute(conn)
+      const done = await sql<{ name: string }>`select name from schema_migrations`.execute(conn)
+      const applied = new Set(done.rows.map((row) => row.name))
+      const pending = migrations.filter((m) => !applied.has(m.name))
+      for (const migration of pending) {
+        await migration.up(conn)
+        await sql`insert into schema_migrations (name, applied_at_ms) values (${migration.name}, ${Date.now()})`.execute(
+          conn,
+        )
+      }
+      await sql`commit`.execute(conn)
+      return pending.map((m) => m.name)
+    } catch (error) {
+      await sql`rollback`.execute(conn).catch(() => {})
+      throw error
+    }
+  })
+}

@@ -1,0 +1,64 @@
+import type { Generated } from 'kysely'
+
+/** Row shapes as stored. Integers that can exceed 2^31 are BIGINT; the drivers return them as numbers. */
+export interface ProvidersTable {
+  id: string
+  name: string
+  industry: string
+  created_at_ms: number
+  /** Number of listings; also the `seq` of the newest one (seqs are dense: 1..listing_count). */
+  listing_count: Generated<number>
+  /** Creation time of the newest listing: creation times never go backwards within a provider. */
+  last_created_ms: Generated<number>
+  /** How many listings before the newest share its millisecond: orders ids within one millisecond. */
+  last_created_tick: Generated<number>
+}
+
+export interface TokensTable {
+  id: string
+  provider_id: string
+  token_hash: string
+  created_at_ms: number
+  revoked_at_ms: number | null
+}
+
+export interface ListingsTable {
+  id: string
+  provider_id: string
+  seq: number
+  reference_id: string
+  /** SHA-256 of the canonical request body after defaults: decides replay (200) versus conflict (409). */
+  request_hash: string
+  type: string
+  discount_rate: number
+  is_assigned_to_driver: number
+  latitude: number
+  longitude: number
+  brand_name_ar: string
+  brand_name_en: string
+  brand_url_safe_name: string
+  brand_image_url: string
+  created_at_ms: number
+  expires_at_unix: number
+}
+
+export interface ListingItemsTable {
+  listing_id: string
+  position: number
+  name_ar: string
+  name_en: string
+  url_safe_name: string
+  image_url: string | null
+  category: string
+  sub_category: string
+  /** Price in thousandths: exact for the at-most-3-decimal prices the API accepts, on both databases. */
+  price_thousandths: number
+  quantity: number
+}
+
+export interface Tables {
+  providers: ProvidersTable
+  tokens: TokensTable
+  listings: ListingsTable
+  listing_items: ListingItemsTable
+}

@@ -1,0 +1,121 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { Type, type Static } from 'typebox'
+
+/** Every error the API returns, by its RFC 9457 `type` (contract §4). */
+export const problemTypes = {
+  'invalid-request': { status: 400, title: 'Invalid request' },
+  'image-unavailable': { status: 400, title: 'Image unavailable' },
+  unauthorized: { status: 401, title: 'Unauthorized' },
+  'not-found': { status: 404, title: 'Not found' },
+  conflict: { status: 409, title: 'Conflict' },
+  'payload-too-large': { status: 413, title: 'Payload too large' },
+  'image-too-large': { status: 413, title: 'Image too large' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
+  'unsupported-image-format': { status: 415, title: 'Unsupported image format' },
+  'rate-limited': { status: 429, title: 'Too many requests' },
+  internal: { status: 500, title: 'Internal server error' },
+  unavailable: { status: 503, title: 'Service unavailable' },
+} as const
+
+export type ProblemType = keyof typeof problemTypes
+
+export const ProblemDetailSchema = Type.Object({
+  pointer: Type.Optional(
+    Type.String({ description: 'RFC 6901 JSON Pointer into the request body ("" is the body itself)' }),
+  ),
+  parameter: Type.Optional(Type.String({ description: 'name of the offending query parameter' })),
+  detail: Type.String(),
+})
+export type ProblemDetail = Static<typeof ProblemDetailSchema>
+
+export const ProblemSchema = Type.Object(
+  {
+    success: Type.Literal(false),
+    type: Type.String({ examples: ['/problems/invalid-request'] }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    errors: Type.Optional(Type.Array(ProblemDetailSchema)),
+  },
+  { description: 'RFC 9457 problem details' },
+)
+export type ProblemBody = Static<typeof ProblemSchema>
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
+
+/** An error that is meant to reach the client as it is. */
+export class Problem extends Error {
+  readonly type: ProblemType
+  readonly errors: ProblemDetail[] | undefined
+  readonly headers: Record<string, string>
+
+  constructor(
+    type: ProblemType,
+    detail: string,
+    options: { errors?: ProblemDetail[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail)
+    this.type = type
+    this.errors = options.errors
+    this.headers = options.headers ?? {}
+  }
+
+  get status(): number {
+    return problemTypes[this.type].status
+  }
+
+  toBody(): ProblemBody {
+    const body: ProblemBody = {
+      success: false,
+      type: `/problems/${this.type}`,
+      title: problemTypes[this.type].title,
+      status: this.status,
+      detail: this.message,
+    }
+    if (this.errors) body.errors = this.errors
+    return body
+  }
+}
+
+/** A 400 listing every problem found; the summary counts them as the contract's example does. */
+export function invalidRequest(errors: ProblemDetail[]): Problem {
+  const detail = errors.length === 1 ? '1 field is invalid' : `${errors.length} fields are invalid`
+  return new Problem('invalid-request', detail, { errors })
+}
+
+/** Errors Fastify raises itself before our code runs, mapped to the contract's problem types. */
+function fromFastifyError(error: FastifyError): Problem | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new Problem('unsupported-media-type', 'Content-Type must be application/json')
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new Problem('payload-too-large', 'request body is larger than 1 MiB')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return invalidRequest([{ pointer: '', detail: 'body must be a JSON object, not empty' }])
+  }
+  // Anything else Fastify flags as the client's fault (bad Content-Length, aborted body…) stays a 400.
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return invalidRequest([{ pointer: '', detail: error.message }])
+  }
+  return undefined
+}
+
+export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
+  return reply
+    .code(problem.status)
+    .headers(problem.headers)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(problem.toBody())
+}
+
+export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const problem = error instanceof Problem ? error : fromFastifyError(error)
+  if (problem) return sendProblem(reply, problem)
+  // The body says nothing of internals; the log line, joined by request id, says everything.
+  request.log.error({ err: error }, 'unhandled error')
+  return sendProblem(reply, new Problem('internal', 'an unexpected error occurred; quote the X-Request-Id'))
+}
+
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
+  return sendProblem(reply, new Problem('not-found', `no route for ${request.method} ${request.url.split('?')[0]}`))
+}

@@ -1,0 +1,27 @@
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
+
+/**
+ * Contract §8: exactly one JSON line per request, written when it is answered: request id (the logger's
+ * binding), provider id, method, route, status, duration. Headers are never logged, so neither is any token.
+ */
+export class AccessLog extends LogController {
+  constructor() {
+    super({ requestIdLogLabel: 'requestId' })
+  }
+
+  override incomingRequest(): void {}
+
+  override routeNotFound(): void {}
+
+  override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
+    const line = {
+      providerId: request.provider?.id,
+      method: request.method,
+      route: request.routeOptions.url ?? null,
+      status: reply.statusCode,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+    }
+    if (error) request.log.error({ ...line, err: error }, 'request failed')
+    else request.log.info(line, 'request')
+  }
+}

@@ -1,0 +1,190 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import type { FastifySchemaCompiler } from 'fastify'
+import { invalidRequest, type ProblemDetail } from '../errors.js'
+
+/**
+ * Request validation for every route: one strict Ajv (no coercion, unknown fields rejected, every error
+ * collected) compiled from the same TypeBox schemas that produce the TypeScript types and the OpenAPI document.
+ */
+
+// NUL cannot be stored in PostgreSQL text, and a lone surrogate would be silently replaced by U+FFFD on the
+// way to either database: both are refused so that what is stored is exactly what was sent.
+const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u
+
+/** Custom string formats: each with the check and the sentence a provider reads when it fails. */
+const formats: Record<string, { validate(value: string): boolean; message(value: string): string }> = {
+  text: {
+    validate: (value) => !UNSTORABLE.test(value),
+    message: () => 'must be valid Unicode text without NUL characters',
+  },
+  'display-name': {
+    validate: (value) => /\S/u.test(value) && !UNSTORABLE.test(value),
+    message: (value) =>
+      /\S/u.test(value)
+        ? 'must be valid Unicode text without NUL characters'
+        : 'must contain a non-whitespace character',
+  },
+  'http-url': {
+    validate: isHttpUrl,
+    message: () => 'must be an absolute http or https URL',
+  },
+}
+
+function isHttpUrl(value: string): boolean {
+  if (!URL.canParse(value)) return false
+  const url = new URL(value)
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+}
+
+/** Decimal places of a number as JavaScript prints it (its shortest round-trip form). */
+export function decimalPlaces(value: number): number {
+  const [mantissa = '', exponent = '0'] = String(value).split('e')
+  const fraction = mantissa.split('.')[1] ?? ''
+  return Math.max(0, fraction.length - Number(exponent))
+}
+
+/**
+ * JSON Schema's `multipleOf`, exact for powers of ten. Ajv's own divides in floating point, so it refuses
+ * 19.99 as a multiple of 0.001 (19.99 / 0.001 = 19989.999999999996); counting decimals is exact.
+ */
+function addExactMultipleOf(ajv: Ajv): void {
+  ajv.removeKeyword('multipleOf')
+  ajv.addKeyword({
+    keyword: 'multipleOf',
+    type: 'number',
+    schemaType: 'number',
+    compile(step: number) {
+      const places = decimalPlaces(step)
+      if (step !== 10 ** -places) throw new Error(`multipleOf supports powers of ten only, not ${step}`)
+      return (value: number) => decimalPlaces(value) <= places
+    },
+    error: { message: (cxt) => `must have at most ${decimalPlaces(cxt.schema as number)} decimal places` },
+  })
+}
+
+export function createAjv(): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    useDefaults: true,
+    coerceTypes: false,
+    removeAdditional: false,
+    verbose: true,
+    strict: true,
+  })
+  for (const [name, format] of Object.entries(formats)) {
+    ajv.addFormat(name, { type: 'string', validate: format.validate })
+  }
+  addExactMultipleOf(ajv)
+  return ajv
+}
+
+function escapePointerToken(token: string): string {
+  return token.replace(/~/g, '~0').replace(/\//g, '~1')
+}
+
+const typeNames: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  integer: 'an integer',
+  boolean: 'a boolean',
+  object: 'an object',
+  array: 'an array',
+}
+
+/** One Ajv error as the place it concerns (a JSON Pointer) and a sentence about it. */
+function describe(error: ErrorObject, field: string): { path: string; detail: string } {
+  const params = error.params as Record<string, unknown>
+  switch (error.keyword) {
+    case 'required':
+      return { path: `${error.instancePath}/${escapePointerToken(String(params.missingProperty))}`, detail: 'is required' }
+    case 'additionalProperties':
+      return {
+        path: `${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`,
+        detail: `is not an accepted ${field}`,
+      }
+    case 'type':
+      return { path: error.instancePath, detail: `must be ${typeNames[String(params.type)] ?? String(params.type)}` }
+    case 'minimum':
+      return { path: error.instancePath, detail: `must be >= ${params.limit}` }
+    case 'maximum':
+      return { path: error.instancePath, detail: `must be <= ${params.limit}` }
+    case 'minLength':
+      return {
+        path: error.instancePath,
+        detail: params.limit === 1 ? 'must not be empty' : `must be at least ${params.limit} characters`,
+      }
+    case 'maxLength':
+      return { path: error.instancePath, detail: `must be at most ${params.limit} characters` }
+    case 'minItems':
+      return {
+        path: error.instancePath,
+        detail: params.limit === 1 ? 'must have at least 1 item' : `must have at least ${params.limit} items`,
+      }
+    case 'maxItems':
+      return { path: error.instancePath, detail: `must have at most ${params.limit} items` }
+    case 'enum':
+      return {
+        path: error.instancePath,
+        detail: `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}`,
+      }
+    case 'format': {
+      const format = formats[String(params.format)]
+      return { path: error.instancePath, detail: format ? format.message(String(error.data)) : String(error.message) }
+    }
+    case 'pattern':
+      return { path: error.instancePath, detail: `must match the pattern ${params.pattern}` }
+    default:
+      return { path: error.instancePath, detail: error.message ?? 'is invalid' }
+  }
+}
+
+// A 1 MiB body of empty objects could otherwise produce millions of entries; the first thousand say enough.
+const MAX_REPORTED = 1000
+
+function toProblemDetails(errors: ErrorObject[], where: 'pointer' | 'parameter', extra: ProblemDetail[] = []) {
+  const seen = new Set<string>()
+  const details: ProblemDetail[] = [...extra]
+  for (const error of errors) {
+    const { path, detail } = describe(error, where === 'pointer' ? 'field' : 'parameter')
+    const key = `${path}\u0000${detail}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    // A query parameter is named, not pointed at: "/page" is the parameter "page".
+    details.push(where === 'pointer' ? { pointer: path, detail } : { parameter: path.slice(1), detail })
+    if (details.length >= MAX_REPORTED) break
+  }
+  return details
+}
+
+type QuerySchema = { properties?: Record<string, { type?: string }> }
+
+/**
+ * Query strings arrive as strings (or arrays when repeated). Integers are converted only when they are plain
+ * decimal digits, so "1.5", "1e1", "0x10", " 1" and "" stay strings and fail the schema's type check;
+ * a repeated parameter is an error of its own.
+ */
+function validateQuery(validate: ValidateFunction, schema: QuerySchema, data: unknown) {
+  const converted: Record<string, unknown> = {}
+  const repeated: ProblemDetail[] = []
+  for (const [name, value] of Object.entries((data ?? {}) as Record<string, unknown>)) {
+    if (Array.isArray(value)) {
+      repeated.push({ parameter: name, detail: 'must be given at most once' })
+      continue
+    }
+    const isInteger = schema.properties?.[name]?.type === 'integer'
+    converted[name] = isInteger && typeof value === 'string' && /^-?\d{1,20}$/.test(value) ? Number(value) : value
+  }
+  const valid = validate(converted)
+  if (valid && repeated.length === 0) return { value: converted }
+  return { error: invalidRequest(toProblemDetails(validate.errors ?? [], 'parameter', repeated)) }
+}
+
+/** Fastify's validator compiler: every failure becomes one 400 problem listing every problem found. */
+export function validatorCompiler(ajv: Ajv): FastifySchemaCompiler<unknown> {
+  return ({ schema, httpPart }) => {
+    const validate = ajv.compile(schema as object)
+    if (httpPart === 'querystring') return (data) => validateQuery(validate, schema as QuerySchema, data)
+    return (data) =>
+      validate(data) ? { value: data } : { error: invalidRequest(toProblemDetails(validate.errors ?? [], 'pointer')) }
+  }
+}

@@ -1,0 +1,25 @@
+import type { CreateListingInput } from '../listings/schemas.js'
+
+export interface ImageRef {
+  /** JSON Pointer of the URL in the request body, e.g. `/items/4/imageUrl`. */
+  pointer: string
+  url: string
+}
+
+/**
+ * Checks every image a listing names before it is stored, and throws a Problem (400 image-unavailable, 413,
+ * 415) when one fails. The create path awaits exactly this, after validation and the referenceId check.
+ */
+export type ImageCheck = (images: ImageRef[]) => Promise<void>
+
+/** Until images are fetched, the URL's syntax (checked by the request schema) is all that is checked. */
+export const checkUrlSyntaxOnly: ImageCheck = async () => {}
+
+/** The images of a listing in document order: brand first, then items by index. */
+export function listingImages(input: CreateListingInput): ImageRef[] {
+  const images: ImageRef[] = [{ pointer: '/brand/imageUrl', url: input.brand.imageUrl }]
+  input.items.forEach((item, index) => {
+    if (item.imageUrl !== undefined) images.push({ pointer: `/items/${index}/imageUrl`, url: item.imageUrl })
+  })
+  return images
+}

@@ -1,0 +1,126 @@
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/connection.js'
+import type { Tables } from '../db/tables.js'
+import { prefixedId } from '../ids.js'
+import { generateToken, hashToken } from './tokens.js'
+
+export interface Provider {
+  id: string
+  name: string
+  industry: string
+}
+
+export interface ProviderSummary extends Provider {
+  createdAt: string
+}
+
+export interface IssuedToken {
+  id: string
+  providerId: string
+  token: string
+}
+
+export const DEFAULT_INDUSTRY = 'restaurant'
+
+/** Issues a new token through `db` (the pool or a transaction); the plain token is returned once, never stored. */
+async function insertToken(db: Kysely<Tables>, providerId: string, nowMs: number): Promise<IssuedToken> {
+  const { token, hash } = generateToken()
+  const id = prefixedId('tok', nowMs)
+  await db
+    .insertInto('tokens')
+    .values({ id, provider_id: providerId, token_hash: hash, created_at_ms: nowMs, revoked_at_ms: null })
+    .execute()
+  return { id, providerId, token }
+}
+
+export class ProviderRepository {
+  constructor(private readonly database: Database) {}
+
+  /** A provider with its first token, in one transaction. */
+  async create(input: { name: string; industry?: string }, nowMs: number): Promise<Provider & { token: IssuedToken }> {
+    const provider = { id: prefixedId('prv', nowMs), name: input.name, industry: input.industry ?? DEFAULT_INDUSTRY }
+    const token = await this.database.kysely.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('providers')
+        .values({ id: provider.id, name: provider.name, industry: provider.industry, created_at_ms: nowMs })
+        .execute()
+      return insertToken(trx, provider.id, nowMs)
+    })
+    return { ...provider, token }
+  }
+
+  /**
+   * Creates provider `demo` with a token when there is no provider at all, as one statement, so two
+   * instances starting together cannot both do it. Returns the token only to the one that created it.
+   */
+  async createDemoIfNone(nowMs: number): Promise<IssuedToken | undefined> {
+    return this.database.kysely.transaction().execute(async (trx) => {
+      const id = prefixedId('prv', nowMs)
+      const inserted = await trx
+        .insertInto('providers')
+        .columns(['id', 'name', 'industry', 'created_at_ms'])
+        .expression(
+          trx
+            .selectNoFrom((eb) => [
+              eb.val(id).as('id'),
+              eb.val('demo').as('name'),
+              eb.val(DEFAULT_INDUSTRY).as('industry'),
+              eb.val(nowMs).as('created_at_ms'),
+            ])
+            .where((eb) => eb.not(eb.exists(eb.selectFrom('providers').select('id')))),
+        )
+        .executeTakeFirst()
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return undefined
+      return insertToken(trx, id, nowMs)
+    })
+  }
+
+  async list(): Promise<ProviderSummary[]> {
+    const rows = await this.database.kysely
+      .selectFrom('providers')
+      .select(['id', 'name', 'industry', 'created_at_ms'])
+      .orderBy('created_at_ms')
+      .orderBy('id')
+      .execute()
+    return rows.map((row) => ({
+      id: row.id,
+      name: row.name,
+      industry: row.industry,
+      createdAt: new Date(row.created_at_ms).toISOString(),
+    }))
+  }
+
+  async exists(providerId: string): Promise<boolean> {
+    const row = await this.database.kysely
+      .selectFrom('providers')
+      .select('id')
+      .where('id', '=', providerId)
+      .executeTakeFirst()
+    return row !== undefined
+  }
+
+  async createToken(providerId: string, nowMs: number): Promise<IssuedToken> {
+    return insertToken(this.database.kysely, providerId, nowMs)
+  }
+
+  /** Returns false when no such token exists. Revoking twice is not an error: the token stays revoked. */
+  async revokeToken(tokenId: string, nowMs: number): Promise<boolean> {
+    const result = await this.database.kysely
+      .updateTable('tokens')
+      .set((eb) => ({ revoked_at_ms: eb.fn.coalesce('revoked_at_ms', eb.val(nowMs)) }))
+      .where('id', '=', tokenId)
+      .executeTakeFirst()
+    return Number(result.numUpdatedRows) > 0
+  }
+
+  /** The provider holding this token, unless the token is unknown or revoked. */
+  async findByToken(token: string): Promise<Provider | undefined> {
+    return this.database.kysely
+      .selectFrom('tokens')
+      .innerJoin('providers', 'providers.id', 'tokens.provider_id')
+      .select(['providers.id', 'providers.name', 'providers.industry'])
+      .where('tokens.token_hash', '=', hashToken(token))
+      .where('tokens.revoked_at_ms', 'is', null)
+      .executeTakeFirst()
+  }
+}

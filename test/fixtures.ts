@@ -1,0 +1,43 @@
+import { randomUUID } from 'node:crypto'
+
+/** A deep copy, so a test can change a fixture freely. */
+export function clone<T>(value: T): T {
+  return structuredClone(value)
+}
+
+export function item(index = 0, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    displayName: { ar: `وجبة ${index}`, en: `Meal ${index}` },
+    urlSafeName: `meal-${index}`,
+    category: 'product',
+    subCategory: 'main_dish',
+    price: 10 + index,
+    quantity: 1,
+    ...overrides,
+  }
+}
+
+/** A complete, valid create body with Arabic names; `referenceId` is unique unless given. */
+export function listingBody(overrides: Record<string, unknown> = {}, itemCount = 1): Record<string, any> {
+  return {
+    referenceId: `ref-${randomUUID()}`,
+    location: { latitude: 24.7136, longitude: 46.6753 },
+    brand: {
+      displayName: { ar: 'مخبز الصباح', en: 'Morning Bakery' },
+      urlSafeName: 'morning-bakery',
+      imageUrl: 'https://images.example.com/brand.png',
+    },
+    listingDetails: { discountRate: 0.5, type: 'timed', isAssignedToDriver: true },
+    items: Array.from({ length: itemCount }, (_, i) => item(i)),
+    ...overrides,
+  }
+}
+
+/** Sets `value` at a JSON Pointer inside `target` (creating nothing: the parent must exist). */
+export function setAt(target: any, pointer: string, value: unknown): void {
+  const tokens = pointer.split('/').slice(1).map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'))
+  const last = tokens.pop() as string
+  const parent = tokens.reduce((node, token) => node[token], target)
+  if (value === undefined) delete parent[last]
+  else parent[last] = value
+}

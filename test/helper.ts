@@ -1,0 +1,216 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import pg from 'pg'
+import { buildApp } from '../src/app.js'
+import { loadConfig, type Config } from '../src/config.js'
+import { openDatabase, type Database, type DialectName } from '../src/db/connection.js'
+import { migrate } from '../src/db/migrate.js'
+import type { ImageCheck } from '../src/images/check.js'
+import { ProviderRepository } from '../src/providers/repository.js'
+
+export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+let postgresAnswers: Promise<boolean> | undefined
+
+async function probePostgres(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: TEST_POSTGRES_URL, connectionTimeoutMillis: 3000 })
+  try {
+    await client.connect()
+    await client.query('select 1')
+    return true
+  } catch {
+    return false
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+/**
+ * The dialects this run covers: `DIALECTS=sqlite,postgres` filters; PostgreSQL runs when it answers. When it
+ * does not, its half is skipped with a loud line, except under CI=true, where that fails the run.
+ */
+export async function testDialects(): Promise<DialectName[]> {
+  const wanted = (process.env.DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim())
+  const dialects: DialectName[] = []
+  if (wanted.includes('sqlite')) dialects.push('sqlite')
+  if (wanted.includes('postgres')) {
+    postgresAnswers ??= probePostgres()
+    if (await postgresAnswers) {
+      dialects.push('postgres')
+    } else if (process.env.CI === 'true') {
+      throw new Error(`PostgreSQL does not answer at ${TEST_POSTGRES_URL}, and CI=true requires it`)
+    } else {
+      console.warn(`\n!!!!! PostgreSQL does not answer at ${TEST_POSTGRES_URL}: its tests are SKIPPED !!!!!\n`)
+      test('PostgreSQL half of this file', { skip: `PostgreSQL does not answer at ${TEST_POSTGRES_URL}` })
+    }
+  }
+  return dialects
+}
+
+export interface TestDatabase {
+  url: string
+  drop(): Promise<void>
+}
+
+/** A database of its own: a fresh SQLite file in a temp folder, or a fresh PostgreSQL database. */
+export async function createTestDatabase(dialect: DialectName): Promise<TestDatabase> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'listing-test-'))
+    return { url: `sqlite:${join(dir, 'listings.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) }
+  }
+  const name = `listing_test_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  await admin.end()
+  const url = new URL(TEST_POSTGRES_URL)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: TEST_POSTGRES_URL })
+      await client.connect()
+      await client.query(`drop database if exists ${name} with (force)`)
+      await client.end()
+    },
+  }
+}
+
+/** A clock the test moves by hand. */
+export interface TestClock {
+  now: number
+  (): number
+}
+
+export function testClock(start = Date.UTC(2026, 10, 21, 12, 0, 0, 0)): TestClock {
+  const clock = (() => clock.now) as TestClock
+  clock.now = start
+  return clock
+}
+
+export interface Response {
+  status: number
+  headers: Headers
+  text: string
+  // Parsed JSON body; tests read fields from it freely.
+  body: any
+}
+
+export interface RequestOptions {
+  token?: string
+  headers?: Record<string, string>
+  /** A value to send as JSON. */
+  json?: unknown
+  /** Bytes or text to send exactly as given (with the Content-Type in `headers`). */
+  raw?: string | Uint8Array
+}
+
+export interface TestProvider {
+  id: string
+  token: string
+  tokenId: string
+}
+
+export interface TestService {
+  dialect: DialectName
+  app: FastifyInstance
+  database: Database
+  databaseUrl: string
+  baseUrl: string
+  clock: TestClock
+  config: Config
+  providers: ProviderRepository
+  newProvider(input?: { name?: string; industry?: string }): Promise<TestProvider>
+  request(method: string, path: string, options?: RequestOptions): Promise<Response>
+  create(token: string, body: unknown): Promise<Response>
+  list(token: string, query?: string): Promise<Response>
+  close(): Promise<void>
+}
+
+export interface ServiceOptions {
+  env?: Record<string, string>
+  checkImages?: ImageCheck
+}
+
+/** The real service on a real database, listening on 127.0.0.1 at a free port. */
+export async function startService(dialect: DialectName, options: ServiceOptions = {}): Promise<TestService> {
+  const testDatabase = await createTestDatabase(dialect)
+  const config = loadConfig({ DATABASE_URL: testDatabase.url, LOG_LEVEL: 'silent', ...options.env })
+  const database = openDatabase(config.DATABASE_URL)
+  await migrate(database)
+  const clock = testClock()
+  const app = await buildApp({ config, database, clock, checkImages: options.checkImages })
+  const address = await app.listen({ port: 0, host: '127.0.0.1' })
+  const providers = new ProviderRepository(database)
+  let providerCount = 0
+
+  async function request(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = { ...opts.headers }
+    if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`
+    let body: string | Uint8Array | undefined = opts.raw
+    if (opts.json !== undefined) {
+      body = JSON.stringify(opts.json)
+      headers['content-type'] ??= 'application/json'
+    }
+    const response = await fetch(`${address}${path}`, { method, headers, body })
+    const text = await response.text()
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      parsed = undefined
+    }
+    return { status: response.status, headers: response.headers, text, body: parsed }
+  }
+
+  return {
+    dialect,
+    app,
+    database,
+    databaseUrl: testDatabase.url,
+    baseUrl: address,
+    clock,
+    config,
+    providers,
+    async newProvider(input = {}) {
+      providerCount += 1
+      const provider = await providers.create({ name: input.name ?? `provider ${providerCount}`, industry: input.industry }, clock())
+      return { id: provider.id, token: provider.token.token, tokenId: provider.token.id }
+    },
+    request,
+    create: (token, body) => request('POST', '/api/v1/listing/create', { token, json: body }),
+    list: (token, query = '') => request('GET', `/api/v1/listing${query}`, { token }),
+    async close() {
+      await app.close()
+      await database.close()
+      await testDatabase.drop()
+    },
+  }
+}
+
+/**
+ * Declares `body`'s tests once per dialect, each run against its own service, started before and closed after.
+ * `service` is filled in before the first test runs.
+ */
+export async function describeEachDialect(
+  title: string,
+  body: (service: TestService, dialect: DialectName) => void,
+  options: ServiceOptions = {},
+): Promise<void> {
+  for (const dialect of await testDialects()) {
+    describe(`${title} [${dialect}]`, () => {
+      const service = {} as TestService
+      before(async () => {
+        Object.assign(service, await startService(dialect, options))
+      })
+      after(async () => {
+        await service.close?.()
+      })
+      body(service, dialect)
+    })
+  }
+}
