@@ -142,13 +142,13 @@ function describe(error: ErrorObject, field: string): { path: string; detail: st
 const MAX_REPORTED = 1000
 
 function toProblemDetails(errors: ErrorObject[], where: 'pointer' | 'parameter', extra: ProblemDetail[] = []) {
-  const seen = new Set<string>()
+  const seen = new Set<string>(extra.map((e) => `/${e.parameter}`))
   const details: ProblemDetail[] = [...extra]
   for (const error of errors) {
     const { path, detail } = describe(error, where === 'pointer' ? 'field' : 'parameter')
-    const key = `${path}\u0000${detail}`
-    if (seen.has(key)) continue
-    seen.add(key)
+    // One problem per field (the first Ajv finds): "" is "must not be empty", not also "must contain…".
+    if (seen.has(path)) continue
+    seen.add(path)
     // A query parameter is named, not pointed at: "/page" is the parameter "page".
     details.push(where === 'pointer' ? { pointer: path, detail } : { parameter: path.slice(1), detail })
     if (details.length >= MAX_REPORTED) break

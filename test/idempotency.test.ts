@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { listingBody } from './fixtures.js'
+import { describeEachDialect } from './helper.js'
+
+/** Contract §5: referenceId is the provider's idempotency key. */
+await describeEachDialect('create: referenceId and idempotency', (service) => {
+  test('a new listing is 201 with {success, listingId, expiresAtUnix} and nothing else', async () => {
+    const provider = await service.newProvider()
+    const response = await service.create(provider.token, listingBody())
+    assert.equal(response.status, 201)
+    assert.deepEqual(Object.keys(response.body).sort(), ['expiresAtUnix', 'listingId', 'success'])
+    assert.equal(response.body.success, true)
+    assert.equal(typeof response.body.listingId, 'string')
+    assert.ok(Number.isInteger(response.body.expiresAtUnix))
+  })
+
+  test('an identical replay is 200 with the original response and stores nothing', async () => {
+    const provider = await service.newProvider()
+    const body = listingBody()
+    const first = await service.create(provider.token, body)
+    service.clock.now += 60_000 // a replay later must still return the original expiry
+    const again = await service.create(provider.token, body)
+    assert.equal(first.status, 201)
+    assert.equal(again.status, 200)
+    assert.deepEqual(again.body, first.body)
+    assert.equal((await service.list(provider.token)).body.recordCount, 1)
+  })
+
+  test('a replay with keys in another order is the same body', async () => {
+    const provider = await service.newProvider()
+    const body = listingBody()
+    const first = await service.create(provider.token, body)
+    const reordered = {
+      items: body.items.map((item: Record<string, unknown>) => Object.fromEntries(Object.entries(item).reverse())),
+      listingDetails: body.listingDetails,
+      brand: body.brand,
+      location: { longitude: body.location.longitude, latitude: body.location.latitude },
+      referenceId: body.referenceId,
+    }
+    const again = await service.create(provider.token, reordered)
+    assert.equal(again.status, 200, again.text)
+    assert.equal(again.body.listingId, first.body.listingId)
+  })
+
+  test('"same body" is judged after defaults: omitted defaults equal the explicit values', async () => {
+    const provider = await service.newProvider()
+    const body = listingBody()
+    delete body.listingDetails.type
+    delete body.listingDetails.isAssignedToDriver
+    delete body.items[0].quantity
+    const first = await service.create(provider.token, body)
+
+    const explicit = structuredClone(body)
+    explicit.listingDetails.type = 'timed'
+    explicit.listingDetails.isAssignedToDriver = true
+    explicit.items[0].quantity = 1
+    const again = await service.create(provider.token, explicit)
+    assert.equal(first.status, 201)
+    assert.equal(again.status, 200, again.text)
+    assert.equal(again.body.listingId, first.body.listingId)
+  })
+
+  test('the same referenceId with a different body is 409 conflict, and the original stays', async () => {
+    const provider = await service.newProvider()
+    const body = listingBody()
+    const first = await service.create(provider.token, body)
+    const changed = structuredClone(body)
+    changed.items[0].price = 11.5
+    const response = await service.create(provider.token, changed)
+
+    assert.equal(response.status, 409)
+    assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/)
+    assert.equal(response.body.type, '/problems/conflict')
+    assert.equal(response.body.errors[0].pointer, '/referenceId')
+    const listed = await service.list(provider.token)
+    assert.equal(listed.body.recordCount, 1)
+    assert.equal(listed.body.content[0].id, first.body.listingId)
+    assert.equal(listed.body.content[0].items[0].price, body.items[0].price)
+  })
+
+  test('two providers may use the same referenceId', async () => {
+    const a = await service.newProvider()
+    const b = await service.newProvider()
+    const body = listingBody()
+    const first = await service.create(a.token, body)
+    const second = await service.create(b.token, body)
+    assert.equal(first.status, 201)
+    assert.equal(second.status, 201)
+    assert.notEqual(first.body.listingId, second.body.listingId)
+  })
+
+  test('20 parallel identical creates store one listing and all get its listingId', async () => {
+    const provider = await service.newProvider()
+    const body = listingBody({}, 20)
+    const responses = await Promise.all(Array.from({ length: 20 }, () => service.create(provider.token, body)))
+
+    const statuses = responses.map((r) => r.status)
+    assert.equal(statuses.filter((s) => s === 201).length, 1, `statuses: ${statuses}`)
+    assert.equal(statuses.filter((s) => s === 200).length, 19, `statuses: ${statuses}`)
+    assert.equal(new Set(responses.map((r) => r.body.listingId)).size, 1)
+    assert.equal(new Set(responses.map((r) => r.body.expiresAtUnix)).size, 1)
+    const listed = await service.list(provider.token)
+    assert.equal(listed.body.recordCount, 1)
+    assert.equal(listed.body.content.length, 1)
+  })
+
+  test('10 parallel creates with one referenceId and different bodies: one stored, nine 409', async () => {
+    const provider = await service.newProvider()
+    const referenceId = `race-${Date.now()}`
+    const bodies = Array.from({ length: 10 }, (_, i) => {
+      const body = listingBody({ referenceId })
+      body.items[0].price = 100 + i
+      return body
+    })
+    const responses = await Promise.all(bodies.map((body) => service.create(provider.token, body)))
+
+    const statuses = responses.map((r) => r.status).sort()
+    assert.equal(statuses.filter((s) => s === 201 || s === 200).length, 1, `statuses: ${statuses}`)
+    assert.equal(statuses.filter((s) => s === 409).length, 9, `statuses: ${statuses}`)
+    const winner = responses.findIndex((r) => r.status === 201)
+    const listed = await service.list(provider.token)
+    assert.equal(listed.body.recordCount, 1)
+    assert.equal(listed.body.content[0].items[0].price, 100 + winner)
+  })
+
+  test('a refused create reserves nothing: the referenceId is free afterwards', async () => {
+    const provider = await service.newProvider()
+    const body = listingBody()
+    const bad = structuredClone(body)
+    bad.items[0].price = 0
+    assert.equal((await service.create(provider.token, bad)).status, 400)
+    const good = await service.create(provider.token, body)
+    assert.equal(good.status, 201, good.text)
+  })
+
+  test('parallel creates with distinct referenceIds all succeed with dense, distinct listings', async () => {
+    const provider = await service.newProvider()
+    const responses = await Promise.all(Array.from({ length: 30 }, () => service.create(provider.token, listingBody())))
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      Array(30).fill(201),
+    )
+    const listed = await service.list(provider.token, '?limit=50')
+    assert.equal(listed.body.recordCount, 30)
+    assert.deepEqual(
+      new Set(listed.body.content.map((l: { id: string }) => l.id)),
+      new Set(responses.map((r) => r.body.listingId)),
+    )
+  })
+})
