@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import type { Database } from './db/connection.js'
-import { errorHandler, invalidRequest, notFoundHandler } from './errors.js'
+import { errorHandler, invalidRequest, notFoundHandler, Problem } from './errors.js'
 import { AccessLog } from './http/access-log.js'
 import { healthRoutes } from './http/health.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
@@ -50,7 +50,13 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // JSON is the only body type; anything else is 415. JSON.parse keeps "__proto__" as an ordinary own key,
   // which validation then rejects as an unknown field, so it can never reach an object's prototype.
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    // JSON is UTF-8 (RFC 8259 §8.1); a body declared in another charset would be misread, so it is refused.
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      done(new Problem('unsupported-media-type', 'Content-Type must be application/json in UTF-8'), undefined)
+      return
+    }
     try {
       done(null, JSON.parse(body as string))
     } catch (error) {

@@ -100,7 +100,18 @@ function fromFastifyError(error: FastifyError): Problem | undefined {
   return undefined
 }
 
-export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
+/**
+ * True when the request declares a body that was never read: an error answered before parsing (401, 404,
+ * 415…). Keeping such a connection alive would make the server read and discard a body of any size for a
+ * client it has already refused, so the connection is closed instead.
+ */
+function bodyLeftUnread(request: FastifyRequest): boolean {
+  const { 'transfer-encoding': chunked, 'content-length': length } = request.headers
+  return (chunked !== undefined || (length !== undefined && length !== '0')) && request.body === undefined
+}
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
+  if (bodyLeftUnread(request)) reply.header('connection', 'close')
   return reply
     .code(problem.status)
     .headers(problem.headers)
@@ -110,12 +121,12 @@ export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const problem = error instanceof Problem ? error : fromFastifyError(error)
-  if (problem) return sendProblem(reply, problem)
+  if (problem) return sendProblem(request, reply, problem)
   // The body says nothing of internals; the log line, joined by request id, says everything.
   request.log.error({ err: error }, 'unhandled error')
-  return sendProblem(reply, new Problem('internal', 'an unexpected error occurred; quote the X-Request-Id'))
+  return sendProblem(request, reply, new Problem('internal', 'an unexpected error occurred; quote the X-Request-Id'))
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
-  return sendProblem(reply, new Problem('not-found', `no route for ${request.method} ${request.url.split('?')[0]}`))
+  return sendProblem(request, reply, new Problem('not-found', `no route for ${request.method} ${request.url.split('?')[0]}`))
 }

@@ -156,7 +156,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
       body = JSON.stringify(opts.json)
       headers['content-type'] ??= 'application/json'
     }
-    const response = await fetch(`${address}${path}`, { method, headers, body })
+    const response = await fetch(`${address}${path}`, { method, headers, body: body as BodyInit | undefined })
     const text = await response.text()
     let parsed: unknown
     try {
