@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify'
 import { pino, type Logger } from 'pino'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
@@ -8,8 +9,7 @@ import { ProviderRepository, type IssuedToken } from './providers/repository.js'
 /** Contract §8: in-flight requests get this long to finish after SIGTERM/SIGINT before the process gives up. */
 const SHUTDOWN_GRACE_MS = 9000
 
-function printDemoToken(demo: IssuedToken, config: Config): void {
-  const base = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${config.PORT}`
+function printDemoToken(demo: IssuedToken, baseUrl: string): void {
   process.stdout.write(
     [
       '',
@@ -17,7 +17,7 @@ function printDemoToken(demo: IssuedToken, config: Config): void {
       '',
       `    ${demo.token}`,
       '',
-      `Try:  curl -H "Authorization: Bearer ${demo.token}" ${base}/api/v1/listing`,
+      `Try:  curl -H "Authorization: Bearer ${demo.token}" ${baseUrl}/api/v1/listing`,
       '',
       '',
     ].join('\n'),
@@ -42,18 +42,9 @@ export async function serve(): Promise<void> {
   const database = openDatabase(config.DATABASE_URL, {
     onPoolError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
   })
-  const applied = await migrate(database)
-  if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated')
+  let app: FastifyInstance | undefined
 
-  // Never on PostgreSQL: a shared production database must not grow a provider nobody asked for.
-  if (database.dialect === 'sqlite') {
-    const demo = await new ProviderRepository(database).createDemoIfNone(Date.now())
-    if (demo) printDemoToken(demo, config)
-  }
-
-  const app = await buildApp({ config, database, logger })
-  await app.listen({ port: config.PORT, host: config.HOST })
-
+  // Installed before any slow start-up work, so a signal during migration also ends in an orderly exit 0.
   let stopping = false
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) return
@@ -63,11 +54,26 @@ export async function serve(): Promise<void> {
       logger.error('requests still in flight after the grace period; exiting anyway')
       process.exit(1)
     }, SHUTDOWN_GRACE_MS).unref()
-    await app.close()
+    await app?.close()
     await database.close()
     logger.info('stopped')
     process.exit(0)
   }
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
+
+  const applied = await migrate(database)
+  if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated')
+
+  // Never on PostgreSQL: a shared production database must not grow a provider nobody asked for.
+  const demo =
+    database.dialect === 'sqlite' ? await new ProviderRepository(database).createDemoIfNone(Date.now()) : undefined
+
+  app = await buildApp({ config, database, logger })
+  if (stopping) return
+  const address = await app.listen({ port: config.PORT, host: config.HOST })
+  // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
+  if (demo) printDemoToken(demo, address)
+  // The last start-up line: everything above it (migrations, the demo banner) is done.
+  logger.info({ address }, 'ready')
 }

@@ -4,7 +4,6 @@ import { ConfigError, loadConfig } from '../config.js'
 import { openDatabase, type Database } from '../db/connection.js'
 import { migrate } from '../db/migrate.js'
 import { ProviderRepository } from '../providers/repository.js'
-import { serve } from '../server.js'
 
 const HELP = `Usage: listing-service <command>
 
@@ -95,6 +94,8 @@ async function run(argv: string[]): Promise<unknown> {
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'serve' && argv.length === 1) {
+    // Loaded only here: the other commands start faster without the HTTP stack.
+    const { serve } = await import('../server.js')
     await serve()
     return -1
   }
