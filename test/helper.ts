@@ -100,6 +100,15 @@ export interface Response {
   body: any
 }
 
+/** A response body as JSON, or undefined when it is not JSON. */
+export function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
 export interface RequestOptions {
   token?: string
   headers?: Record<string, string>
@@ -158,13 +167,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     }
     const response = await fetch(`${address}${path}`, { method, headers, body: body as BodyInit | undefined })
     const text = await response.text()
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch {
-      parsed = undefined
-    }
-    return { status: response.status, headers: response.headers, text, body: parsed }
+    return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
   }
 
   return {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { sql } from 'kysely'
-import type { Response, TestService } from './helper.js'
+import { parseJsonOrUndefined, type Response, type TestService } from './helper.js'
 
 /**
  * Shared by auth.test.ts and http-errors.test.ts: the RFC 9457 problem check of contract §4, requests the helper's
@@ -51,13 +51,7 @@ function toResponse(status: number, rawHeaders: http.IncomingHttpHeaders, text: 
     if (value === undefined) continue
     for (const one of Array.isArray(value) ? value : [value]) headers.append(name, one)
   }
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    body = undefined
-  }
-  return { status, headers, text, body }
+  return { status, headers, text, body: parseJsonOrUndefined(text) }
 }
 
 export interface ChunkedOptions {
@@ -130,13 +124,7 @@ export async function postStream(
   const init = { method: 'POST', headers: options.headers, body: stream, duplex: 'half' } as RequestInit
   const response = await fetch(new URL(path, baseUrl), init)
   const text = await response.text()
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    body = undefined
-  }
-  return { status: response.status, headers: response.headers, text, body }
+  return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
 }
 
 /** Rows in the listings table (every provider's), counted by the database itself. */
