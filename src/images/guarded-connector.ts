@@ -1,0 +1,70 @@
+import { lookup as dnsLookup } from 'node:dns'
+import { buildConnector } from 'undici'
+import type { AddressPolicy } from './address-policy.js'
+import { ipLiteral } from './address-policy.js'
+
+/** How a host name becomes addresses; tests pass their own to stand in for DNS. */
+export type Resolver = (hostname: string) => Promise<string[]>
+
+export const systemResolver: Resolver = (hostname) =>
+  new Promise((resolve, reject) => {
+    dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) =>
+      error ? reject(error) : resolve(addresses.map((a) => a.address)),
+    )
+  })
+
+/** Raised instead of connecting to an address the policy refuses; the address is never contacted. */
+export class ForbiddenAddressError extends Error {
+  readonly code = 'ERR_FORBIDDEN_ADDRESS'
+  constructor(readonly host: string, readonly address: string) {
+    super(`${host} resolves to ${address}, which is not a public address`)
+  }
+}
+
+/** The host could not be resolved to any address. */
+export class UnresolvableHostError extends Error {
+  readonly code = 'ERR_UNRESOLVABLE_HOST'
+  constructor(readonly host: string) {
+    super(`${host} could not be resolved`)
+  }
+}
+
+/**
+ * An undici connector that decides where to connect itself: it resolves the host, keeps only addresses the
+ * policy allows, and connects to the first of those by IP (TLS still verifies the original name). Because the
+ * checked address is the connected address, a DNS answer that changes between check and connect (rebinding)
+ * has nothing to exploit. The socket's remote address is checked once more after connecting, as a backstop.
+ */
+export function guardedConnector(policy: AddressPolicy, resolve: Resolver): buildConnector.connector {
+  const connect = buildConnector({})
+  return (options, callback) => {
+    const host = options.hostname
+    const literal = ipLiteral(host)
+    const addresses = literal !== undefined ? Promise.resolve([literal]) : resolve(host)
+    addresses.then(
+      (found) => {
+        if (found.length === 0) return callback(new UnresolvableHostError(host), null)
+        const allowed = found.find((address) => policy(address))
+        if (allowed === undefined) return callback(new ForbiddenAddressError(host, found[0] as string), null)
+        connect(
+          {
+            ...options,
+            hostname: allowed,
+            // SNI and certificate checks use the name asked for (an IP literal has no name to send).
+            servername: options.protocol === 'https:' && literal === undefined ? host : undefined,
+          },
+          (error, socket) => {
+            if (error || !socket) return callback(error ?? new Error('no socket'), null)
+            const remote = socket.remoteAddress
+            if (remote === undefined || !policy(remote)) {
+              socket.destroy()
+              return callback(new ForbiddenAddressError(host, remote ?? 'unknown'), null)
+            }
+            callback(null, socket)
+          },
+        )
+      },
+      () => callback(new UnresolvableHostError(host), null),
+    )
+  }
+}
