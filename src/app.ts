@@ -7,7 +7,9 @@ import { errorHandler, invalidRequest, notFoundHandler, Problem } from './errors
 import { AccessLog } from './http/access-log.js'
 import { healthRoutes } from './http/health.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
-import { checkUrlSyntaxOnly, type ImageCheck } from './images/check.js'
+import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
+import type { ImageCheck } from './images/check.js'
+import { ImageProber } from './images/prober.js'
 import { ListingRepository } from './listings/repository.js'
 import { listingRoutes } from './listings/routes.js'
 import { authenticate } from './providers/authenticate.js'
@@ -17,6 +19,7 @@ export interface AppDependencies {
   config: Config
   database: Database
   clock?: Clock
+  /** Replaces the image prober built from config (tests use it to pass a prober with their own resolver). */
   checkImages?: ImageCheck
   /** A pino logger; none means silent (tests). */
   logger?: FastifyBaseLogger
@@ -70,6 +73,18 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   await app.register(healthRoutes, { database })
 
+  let checkImages = deps.checkImages
+  if (!checkImages) {
+    const prober = new ImageProber({
+      maxBytes: config.IMAGE_MAX_BYTES,
+      timeoutMs: config.IMAGE_FETCH_TIMEOUT_MS,
+      policy: config.IMAGE_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
+      clock,
+    })
+    app.addHook('onClose', () => prober.close())
+    checkImages = prober.check
+  }
+
   const providers = new ProviderRepository(database)
   const listings = new ListingRepository(database)
   await app.register(
@@ -83,7 +98,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         create: {
           listings,
           clock,
-          checkImages: deps.checkImages ?? checkUrlSyntaxOnly,
+          checkImages,
           ttlSeconds: {
             timed: config.LISTING_TTL_TIMED_SECONDS,
             priority_timed: config.LISTING_TTL_PRIORITY_TIMED_SECONDS,

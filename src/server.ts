@@ -39,6 +39,11 @@ function configOrExit(): Config {
 export async function serve(): Promise<void> {
   const config = configOrExit()
   const logger: Logger = pino({ level: config.LOG_LEVEL })
+  if (config.IMAGE_ALLOW_PRIVATE_NETWORKS) {
+    logger.warn(
+      'IMAGE_ALLOW_PRIVATE_NETWORKS=true: image URLs may reach loopback and private networks. Development and tests only.',
+    )
+  }
   const database = openDatabase(config.DATABASE_URL, {
     onPoolError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
   })

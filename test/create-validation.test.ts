@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { item, listingBody, setAt } from './fixtures.js'
+import { fixtureImages, item, listingBody, setAt } from './fixtures.js'
 import { describeEachDialect } from './helper.js'
 
 /** One rule of contract §5 or the interface document: a change to a valid body, and the problem it must cause. */
@@ -90,6 +90,8 @@ const invalid: Rule[] = [
   { name: 'relative imageUrl', pointer: '/brand/imageUrl', value: '/images/a.png', detail: /http or https/ },
   { name: 'javascript: imageUrl', pointer: '/items/0/imageUrl', value: 'javascript:alert(1)', detail: /http or https/ },
   { name: 'hostless imageUrl', pointer: '/items/0/imageUrl', value: 'http://', detail: /http or https/ },
+  { name: 'imageUrl with credentials', pointer: '/brand/imageUrl', value: 'https://user:pw@example.com/a.png', detail: /password/ },
+  { name: 'imageUrl with a user name', pointer: '/items/0/imageUrl', value: 'http://admin@example.com/a.png', detail: /user name/ },
   {
     name: '2049-character imageUrl',
     pointer: '/brand/imageUrl',
@@ -136,8 +138,12 @@ const accepted: Array<{ name: string; pointer: string; value: unknown }> = [
   { name: '200 emoji as a name (characters, not UTF-16 units)', pointer: '/brand/displayName/ar', value: long(200, '🥐') },
   { name: 'every unreserved character', pointer: '/brand/urlSafeName', value: 'AZaz09-._~' },
   { name: '100-character urlSafeName', pointer: '/items/0/urlSafeName', value: long(100) },
-  { name: '2048-character imageUrl', pointer: '/brand/imageUrl', value: `https://example.com/${long(2048 - 20)}` },
-  { name: 'http imageUrl on an item', pointer: '/items/0/imageUrl', value: 'http://images.example.com/i.webp?size=2' },
+  {
+    name: '2048-character imageUrl',
+    pointer: '/brand/imageUrl',
+    value: fixtureImages.url(`/img/${long(2048 - fixtureImages.url('/img/').length)}`),
+  },
+  { name: 'imageUrl on an item, with a query', pointer: '/items/0/imageUrl', value: fixtureImages.url('/img/i.webp?size=2') },
   { name: 'priority_timed', pointer: '/listingDetails/type', value: 'priority_timed' },
   { name: 'no type', pointer: '/listingDetails/type', value: absent },
   { name: 'no isAssignedToDriver', pointer: '/listingDetails/isAssignedToDriver', value: absent },

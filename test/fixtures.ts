@@ -1,4 +1,11 @@
 import { randomUUID } from 'node:crypto'
+import { startImageServer } from './image-server.js'
+
+/**
+ * The images every fixture listing names, served by a real HTTP server in this test process. Services under
+ * test run with IMAGE_ALLOW_PRIVATE_NETWORKS=true so they may fetch from it; image tests start their own.
+ */
+export const fixtureImages = await startImageServer()
 
 /** A deep copy, so a test can change a fixture freely. */
 export function clone<T>(value: T): T {
@@ -25,7 +32,7 @@ export function listingBody(overrides: Record<string, unknown> = {}, itemCount =
     brand: {
       displayName: { ar: 'مخبز الصباح', en: 'Morning Bakery' },
       urlSafeName: 'morning-bakery',
-      imageUrl: 'https://images.example.com/brand.png',
+      imageUrl: fixtureImages.url('/img/brand.png'),
     },
     listingDetails: { discountRate: 0.5, type: 'timed', isAssignedToDriver: true },
     items: Array.from({ length: itemCount }, (_, i) => item(i)),

@@ -148,7 +148,13 @@ export interface ServiceOptions {
 /** The real service on a real database, listening on 127.0.0.1 at a free port. */
 export async function startService(dialect: DialectName, options: ServiceOptions = {}): Promise<TestService> {
   const testDatabase = await createTestDatabase(dialect)
-  const config = loadConfig({ DATABASE_URL: testDatabase.url, LOG_LEVEL: 'silent', ...options.env })
+  const config = loadConfig({
+    DATABASE_URL: testDatabase.url,
+    LOG_LEVEL: 'silent',
+    // The fixture images are served on loopback (see fixtures.ts).
+    IMAGE_ALLOW_PRIVATE_NETWORKS: 'true',
+    ...options.env,
+  })
   const database = openDatabase(config.DATABASE_URL)
   await migrate(database)
   const clock = testClock()

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { item, listingBody } from './fixtures.js'
+import { fixtureImages, item, listingBody } from './fixtures.js'
 import { describeEachDialect, type TestService } from './helper.js'
 
 /** Creates `count` listings for a provider, one at a time (creation order is the test's subject). */
@@ -217,7 +217,7 @@ await describeEachDialect('create: stored exactly as sent', (service, dialect) =
       { ar: 'ﷺ ﷽', en: 'RTL\u200fmark' },
     ]
     const body = listingBody({
-      brand: { displayName: { ar: 'متجر 🛒', en: 'Shop\u00a0Name' }, urlSafeName: 'shop', imageUrl: 'https://x.example/b.gif' },
+      brand: { displayName: { ar: 'متجر 🛒', en: 'Shop\u00a0Name' }, urlSafeName: 'shop', imageUrl: fixtureImages.url('/tiny.gif') },
       items: names.map((displayName, i) => item(i, { displayName })),
     })
     assert.equal((await service.create(provider.token, body)).status, 201)

@@ -154,7 +154,8 @@ export async function startServer(env: Record<string, string | undefined>, optio
   const child = track(
     spawn(process.execPath, [CLI, 'serve'], {
       cwd: options.cwd ?? ROOT,
-      env: cleanEnv({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env }),
+      // IMAGE_ALLOW_PRIVATE_NETWORKS: the fixture images (fixtures.ts) are served on loopback.
+      env: cleanEnv({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', IMAGE_ALLOW_PRIVATE_NETWORKS: 'true', ...env }),
       stdio: 'pipe',
     }),
   )

@@ -26,14 +26,15 @@ const formats: Record<string, { validate(value: string): boolean; message(value:
   },
   'http-url': {
     validate: isHttpUrl,
-    message: () => 'must be an absolute http or https URL',
+    message: () => 'must be an absolute http or https URL without a user name or password',
   },
 }
 
 function isHttpUrl(value: string): boolean {
   if (!URL.canParse(value)) return false
   const url = new URL(value)
-  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+  // Credentials in an image URL would be sent to whoever the URL points at: refused outright.
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && url.username === '' && url.password === ''
 }
 
 /** Decimal places of a number as JavaScript prints it (its shortest round-trip form). */

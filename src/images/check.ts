@@ -8,12 +8,10 @@ export interface ImageRef {
 
 /**
  * Checks every image a listing names before it is stored, and throws a Problem (400 image-unavailable, 413,
- * 415) when one fails. The create path awaits exactly this, after validation and the referenceId check.
+ * 415) when one fails. The create path awaits exactly this, after validation and the referenceId check;
+ * ImageProber.check is the implementation.
  */
 export type ImageCheck = (images: ImageRef[]) => Promise<void>
-
-/** Until images are fetched, the URL's syntax (checked by the request schema) is all that is checked. */
-export const checkUrlSyntaxOnly: ImageCheck = async () => {}
 
 /** The images of a listing in document order: brand first, then items by index. */
 export function listingImages(input: CreateListingInput): ImageRef[] {

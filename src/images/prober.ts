@@ -1,0 +1,289 @@
+import { Agent, request, type Dispatcher } from 'undici'
+import { systemClock, type Clock } from '../clock.js'
+import { Problem } from '../errors.js'
+import type { AddressPolicy } from './address-policy.js'
+import type { ImageCheck, ImageRef } from './check.js'
+import { ForbiddenAddressError, guardedConnector, systemResolver, UnresolvableHostError, type Resolver } from './guarded-connector.js'
+import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type ImageFormat } from './sniff.js'
+import { Semaphore } from './semaphore.js'
+import { SuccessCache } from './success-cache.js'
+
+export type ProbeFailureType = 'image-unavailable' | 'image-too-large' | 'unsupported-image-format'
+
+export type ProbeResult =
+  | { ok: true; format: ImageFormat; bytes: number }
+  | { ok: false; type: ProbeFailureType; detail: string }
+
+export interface ImageProberOptions {
+  /** Largest accepted image, inclusive (IMAGE_MAX_BYTES). */
+  maxBytes: number
+  /** The whole budget of one image: connect, redirects, headers and body (IMAGE_FETCH_TIMEOUT_MS). */
+  timeoutMs: number
+  policy: AddressPolicy
+  resolve?: Resolver
+  clock?: Clock
+  /** Probes of one create running at once. */
+  perRequestConcurrency?: number
+  /** Probes of the whole process running at once. */
+  processConcurrency?: number
+}
+
+const MAX_REDIRECTS = 3
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+/** The first request asks for this much: enough to sniff, and a 206 reveals the total size. */
+const RANGE_BYTES = 4096
+/** Bytes kept from the start of a body: enough to name what a refused resource is. */
+const HEAD_BYTES = 512
+const CACHE_TTL_MS = 10 * 60 * 1000
+const CACHE_ENTRIES = 10_000
+
+/** Ends a probe with a verdict; thrown inside, returned as a ProbeResult. */
+class ProbeFailure extends Error {
+  constructor(
+    readonly type: ProbeFailureType,
+    readonly detail: string,
+  ) {
+    super(detail)
+  }
+}
+
+const unavailable = (detail: string) => new ProbeFailure('image-unavailable', detail)
+
+/** Stops a body we will not read further. The listener keeps the abort's error from crashing the process. */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => {})
+  body.destroy()
+}
+
+function header(response: Dispatcher.ResponseData, name: string): string | undefined {
+  const value = response.headers[name]
+  return Array.isArray(value) ? value[0] : value
+}
+
+/** "bytes 0-4095/6291456" → 6291456; undefined when the total is unknown ("/*") or malformed. */
+function contentRangeTotal(value: string | undefined): number | undefined {
+  const match = value === undefined ? null : /^bytes\s+\d+-\d+\/(\d+)$/i.exec(value.trim())
+  return match ? Number(match[1]) : undefined
+}
+
+/** The error, or one of its causes, that is an instance of `type`. */
+function findCause<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) if (e instanceof type) return e
+  return undefined
+}
+
+function errorCode(error: unknown): string | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string') return code
+  }
+  return undefined
+}
+
+/**
+ * Fetches listing images before they are stored (contract §6) and judges them by what they are: format by
+ * their first bytes, size by their full length, never by headers alone. It is the service's most exposed
+ * code: callers choose the URLs, so every connection goes through guardedConnector (public addresses only,
+ * checked on the address actually connected to, on every redirect hop), every body is read with a byte cap,
+ * and every image has one time budget.
+ */
+export class ImageProber {
+  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy'>>
+  readonly #agent: Agent
+  readonly #processSlots: Semaphore
+  readonly #cache = new SuccessCache<ProbeResult & { ok: true }>(CACHE_ENTRIES, CACHE_TTL_MS)
+  /** Probes under way, so concurrent creates naming one URL share one fetch. */
+  readonly #inFlight = new Map<string, Promise<ProbeResult>>()
+
+  constructor(options: ImageProberOptions) {
+    this.#options = {
+      maxBytes: options.maxBytes,
+      timeoutMs: options.timeoutMs,
+      clock: options.clock ?? systemClock,
+      perRequestConcurrency: options.perRequestConcurrency ?? 8,
+      processConcurrency: options.processConcurrency ?? 64,
+    }
+    this.#agent = new Agent({
+      connect: guardedConnector(options.policy, options.resolve ?? systemResolver),
+      keepAliveTimeout: 4000,
+    })
+    this.#processSlots = new Semaphore(this.#options.processConcurrency)
+  }
+
+  /**
+   * The ImageCheck the create path awaits: each distinct URL probed once, a few at a time. When images fail,
+   * the first failing one in document order sets the status and errors[] names every failing image.
+   */
+  readonly check: ImageCheck = async (images: ImageRef[]) => {
+    const slots = new Semaphore(this.#options.perRequestConcurrency)
+    const byUrl = new Map<string, Promise<ProbeResult>>()
+    for (const { url } of images) {
+      if (!byUrl.has(url)) byUrl.set(url, slots.run(() => this.probe(url)))
+    }
+    const results = new Map<string, ProbeResult>()
+    for (const [url, result] of byUrl) results.set(url, await result)
+
+    const failures: Array<{ pointer: string; type: ProbeFailureType; detail: string }> = []
+    for (const { pointer, url } of images) {
+      const result = results.get(url)
+      if (result && !result.ok) failures.push({ pointer, type: result.type, detail: result.detail })
+    }
+    const [first] = failures
+    if (!first) return
+    throw new Problem(first.type, failures.length === 1 ? first.detail : `${failures.length} images were not accepted`, {
+      errors: failures.map(({ pointer, detail }) => ({ pointer, detail })),
+    })
+  }
+
+  /** One image's verdict: from the cache of recent successes, a probe under way, or a new probe. */
+  probe(url: string): Promise<ProbeResult> {
+    const cached = this.#cache.get(url, this.#options.clock())
+    if (cached) return Promise.resolve(cached)
+    let probe = this.#inFlight.get(url)
+    if (!probe) {
+      probe = this.#processSlots.run(() => this.#probeOnce(url))
+      this.#inFlight.set(url, probe)
+      void probe.finally(() => this.#inFlight.delete(url))
+    }
+    return probe
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.close()
+  }
+
+  async #probeOnce(url: string): Promise<ProbeResult> {
+    const signal = AbortSignal.timeout(this.#options.timeoutMs)
+    try {
+      const result = await this.#judge(new URL(url), signal)
+      this.#cache.set(url, result, this.#options.clock())
+      return result
+    } catch (error) {
+      if (error instanceof ProbeFailure) return { ok: false, type: error.type, detail: error.detail }
+      return { ok: false, type: 'image-unavailable', detail: this.#describeFetchError(error, signal) }
+    }
+  }
+
+  async #judge(url: URL, signal: AbortSignal): Promise<ProbeResult & { ok: true }> {
+    const first = await this.#get(url, signal, `bytes=0-${RANGE_BYTES - 1}`)
+    if (first.response.statusCode === 206) {
+      const total = contentRangeTotal(header(first.response, 'content-range'))
+      if (total !== undefined && total > this.#options.maxBytes) {
+        discard(first.response.body)
+        throw this.#tooLarge(total)
+      }
+      const part = await this.#read(first.response)
+      // The range held the whole image: it has been read, so its size is a count, not a header's claim.
+      if (total !== undefined && part.bytes === total) return part
+      // Otherwise a header alone must not accept it: fetch it whole and count.
+      const whole = await this.#get(first.url, signal)
+      return this.#read(this.#expectOk(whole.response))
+    }
+    return this.#read(this.#expectOk(first.response))
+  }
+
+  #expectOk(response: Dispatcher.ResponseData): Dispatcher.ResponseData {
+    if (response.statusCode >= 200 && response.statusCode < 300) return response
+    discard(response.body)
+    throw unavailable(`the server answered HTTP ${response.statusCode}`)
+  }
+
+  /** GET, following at most MAX_REDIRECTS redirects, each hop checked like the first. */
+  async #get(start: URL, signal: AbortSignal, range?: string): Promise<{ url: URL; response: Dispatcher.ResponseData }> {
+    let url = start
+    for (let hop = 0; ; hop++) {
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw unavailable(`redirected to a ${url.protocol} URL`)
+      if (url.username !== '' || url.password !== '') throw unavailable('URLs with credentials are not fetched')
+      const response = await request(url, {
+        dispatcher: this.#agent,
+        method: 'GET',
+        signal,
+        headers: {
+          accept: 'image/jpeg, image/png, image/gif, image/webp',
+          'accept-encoding': 'identity',
+          'user-agent': 'listing-service-image-check/1',
+          ...(range ? { range } : {}),
+        },
+      })
+      if (!REDIRECT_STATUSES.has(response.statusCode)) return { url, response }
+      discard(response.body)
+      const location = header(response, 'location')
+      if (location === undefined) throw unavailable(`the server answered HTTP ${response.statusCode} without a Location`)
+      if (hop === MAX_REDIRECTS) throw unavailable(`more than ${MAX_REDIRECTS} redirects`)
+      url = new URL(location, url)
+    }
+  }
+
+  /**
+   * Reads a body, never more than maxBytes + 1 bytes: refuses early on a Content-Length over the limit, and
+   * stops at the first bytes when they are not an accepted image.
+   */
+  async #read(response: Dispatcher.ResponseData): Promise<ProbeResult & { ok: true }> {
+    const { maxBytes } = this.#options
+    const declared = Number(header(response, 'content-length'))
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      discard(response.body)
+      throw this.#tooLarge(declared)
+    }
+    const head: Buffer[] = []
+    let headLength = 0
+    let bytes = 0
+    let format: ImageFormat | undefined
+    for await (const chunk of response.body as AsyncIterable<Buffer>) {
+      if (headLength < HEAD_BYTES) {
+        head.push(chunk.subarray(0, HEAD_BYTES - headLength))
+        headLength += Math.min(chunk.length, HEAD_BYTES - headLength)
+      }
+      bytes += chunk.length
+      if (format === undefined && headLength >= SNIFF_BYTES) {
+        format = sniffImageFormat(Buffer.concat(head))
+        if (format === undefined) break
+      }
+      if (bytes > maxBytes) {
+        discard(response.body)
+        throw this.#tooLarge(undefined)
+      }
+    }
+    format ??= sniffImageFormat(Buffer.concat(head))
+    if (format === undefined) {
+      discard(response.body)
+      throw new ProbeFailure(
+        'unsupported-image-format',
+        `content is ${describeContent(Buffer.concat(head))}; accepted: ${ACCEPTED_FORMATS}`,
+      )
+    }
+    return { ok: true, format, bytes }
+  }
+
+  #tooLarge(size: number | undefined): ProbeFailure {
+    const { maxBytes } = this.#options
+    const MiB = 1024 * 1024
+    const limit = maxBytes % MiB === 0 ? `${maxBytes / MiB} MiB` : `${maxBytes} bytes`
+    const detail =
+      size === undefined
+        ? `image is larger than ${limit}, the limit`
+        : `image is ${(size / 1_000_000).toFixed(1)} MB; the limit is ${limit}`
+    return new ProbeFailure('image-too-large', detail)
+  }
+
+  #describeFetchError(error: unknown, signal: AbortSignal): string {
+    if (signal.aborted) return `no complete answer within ${this.#options.timeoutMs} ms`
+    const forbidden = findCause(error, ForbiddenAddressError)
+    if (forbidden) return `${forbidden.host} is not a public address; images must be on the public internet`
+    const unresolvable = findCause(error, UnresolvableHostError)
+    if (unresolvable) return `the host ${unresolvable.host} could not be resolved`
+    switch (errorCode(error)) {
+      case 'ECONNREFUSED':
+        return 'the server refused the connection'
+      case 'ECONNRESET':
+      case 'UND_ERR_SOCKET':
+        return 'the server closed the connection'
+      case 'UND_ERR_CONNECT_TIMEOUT':
+        return 'the server could not be reached'
+      case 'UND_ERR_INVALID_ARG':
+        return 'the server sent an invalid response'
+      default:
+        return 'the image could not be fetched'
+    }
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Recent successes by key, each kept at most `ttlMs`, at most `capacity` of them (least recently used
+ * evicted first). A Map iterates in insertion order, so re-inserting on use keeps the oldest first.
+ */
+export class SuccessCache<V> {
+  readonly #entries = new Map<string, { value: V; expiresAtMs: number }>()
+
+  constructor(
+    private readonly capacity: number,
+    private readonly ttlMs: number,
+  ) {}
+
+  get(key: string, nowMs: number): V | undefined {
+    const entry = this.#entries.get(key)
+    if (!entry) return undefined
+    this.#entries.delete(key)
+    if (entry.expiresAtMs <= nowMs) return undefined
+    this.#entries.set(key, entry)
+    return entry.value
+  }
+
+  set(key: string, value: V, nowMs: number): void {
+    this.#entries.delete(key)
+    this.#entries.set(key, { value, expiresAtMs: nowMs + this.ttlMs })
+    if (this.#entries.size > this.capacity) this.#entries.delete(this.#entries.keys().next().value as string)
+  }
+}
