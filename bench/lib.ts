@@ -1,0 +1,81 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpus, freemem, release, tmpdir, totalmem } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+export interface RunningService {
+  child: ChildProcess
+  baseUrl: string
+  token: string
+  stop(): Promise<void>
+}
+
+/** The service as `npm start` runs it (dist/), on a fresh SQLite file unless DATABASE_URL is given. */
+export async function startService(env: Record<string, string> = {}): Promise<RunningService> {
+  const dir = mkdtempSync(join(tmpdir(), 'listing-bench-'))
+  const child = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve'], {
+    env: {
+      PATH: process.env.PATH,
+      PORT: '0',
+      DATABASE_URL: `sqlite:${join(dir, 'bench.db')}`,
+      LOG_LEVEL: 'info', // as `npm start` runs it: one access-log line per request
+      RATE_LIMIT_PER_MINUTE: '0',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  // Start-up output is kept until the "ready" line (it holds the demo token); after that the access log is
+  // drained and dropped, as a log shipper would, so the service never blocks on a full pipe.
+  let stdout = ''
+  const ready = await new Promise<{ address: string }>((resolve, reject) => {
+    const onData = (chunk: string) => {
+      stdout += chunk
+      const line = stdout.split('\n').find((l) => l.includes('"msg":"ready"'))
+      if (line === undefined) return
+      child.stdout?.off('data', onData).on('data', () => {})
+      resolve(JSON.parse(line))
+    }
+    child.stdout?.setEncoding('utf8').on('data', onData)
+    child.once('exit', (code) => reject(new Error(`service exited with ${code}: ${stdout}`)))
+  })
+  const token = /lst_[A-Za-z0-9_-]{43}/.exec(stdout)?.[0] ?? env.BENCH_TOKEN ?? ''
+  return {
+    child,
+    baseUrl: ready.address,
+    token,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve())
+        child.kill('SIGTERM')
+      }),
+  }
+}
+
+/** Resident set size of a process, in bytes (Linux). */
+export function rssBytes(pid: number): number {
+  const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1])
+  return pages * 4096
+}
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
+}
+
+export function machine(): string {
+  const cpu = cpus()[0]?.model ?? 'unknown CPU'
+  const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(1)} GiB`
+  return `${cpus().length} × ${cpu}, ${gib(totalmem())} RAM (${gib(freemem())} free), Linux ${release()}, Node ${process.version}`
+}
+
+/** Writes a result file under bench/results/ and returns its path. */
+export function writeResult(name: string, markdown: string): string {
+  const dir = join(ROOT, 'bench', 'results')
+  mkdirSync(dir, { recursive: true })
+  const path = join(dir, `${new Date().toISOString().slice(0, 10)}-${name}.md`)
+  writeFileSync(path, markdown)
+  return path
+}
