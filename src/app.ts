@@ -89,7 +89,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const listings = new ListingRepository(database)
   await app.register(
     async (api) => {
-      api.addHook('onRequest', authenticate(providers))
+      api.addHook('onRequest', authenticate(providers, clock))
       // Its own 404 handler keeps unknown /api/v1 paths behind authentication too.
       api.setNotFoundHandler(notFoundHandler)
       await api.register(listingRoutes, {

@@ -6,7 +6,7 @@ import type { ImageCheck, ImageRef } from './check.js'
 import { ForbiddenAddressError, guardedConnector, systemResolver, UnresolvableHostError, type Resolver } from './guarded-connector.js'
 import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type ImageFormat } from './sniff.js'
 import { Semaphore } from './semaphore.js'
-import { SuccessCache } from './success-cache.js'
+import { TtlCache } from '../ttl-cache.js'
 
 export type ProbeFailureType = 'image-unavailable' | 'image-too-large' | 'unsupported-image-format'
 
@@ -91,7 +91,7 @@ export class ImageProber {
   readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy'>>
   readonly #agent: Agent
   readonly #processSlots: Semaphore
-  readonly #cache = new SuccessCache<ProbeResult & { ok: true }>(CACHE_ENTRIES, CACHE_TTL_MS)
+  readonly #cache = new TtlCache<ProbeResult & { ok: true }>(CACHE_ENTRIES, CACHE_TTL_MS)
   /** Probes under way, so concurrent creates naming one URL share one fetch. */
   readonly #inFlight = new Map<string, Promise<ProbeResult>>()
 

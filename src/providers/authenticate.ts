@@ -1,7 +1,17 @@
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import type { Clock } from '../clock.js'
 import { Problem } from '../errors.js'
+import { TtlCache } from '../ttl-cache.js'
 import type { Provider, ProviderRepository } from './repository.js'
-import { isWellFormedToken } from './tokens.js'
+import { hashToken, isWellFormedToken } from './tokens.js'
+
+/**
+ * How long a token, once found valid, is believed without asking the database again. Contract §3 lets a
+ * revoked token work for up to 5 s on every instance; 2 s leaves margin. Each instance keeps its own cache
+ * and no entry outlives this, so revocation reaches every instance in time without any message between them.
+ */
+export const TOKEN_CACHE_TTL_MS = 2000
+const TOKEN_CACHE_ENTRIES = 10_000
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,7 +30,10 @@ function unauthorized(detail: string, invalidToken: boolean): Problem {
  * onRequest hook: runs before the body is read, so an unauthenticated request costs no parsing, validation
  * or image fetching (contract §3: authentication happens before any other work).
  */
-export function authenticate(providers: ProviderRepository): onRequestAsyncHookHandler {
+export function authenticate(providers: ProviderRepository, clock: Clock): onRequestAsyncHookHandler {
+  // Valid tokens only, keyed by hash: a token issued a moment ago works at once, and unknown tokens cannot
+  // fill the cache. A busy provider's requests then cost no database round trip for authentication.
+  const valid = new TtlCache<Provider>(TOKEN_CACHE_ENTRIES, TOKEN_CACHE_TTL_MS)
   return async (request) => {
     const header = request.headers.authorization
     if (header === undefined || header === '') {
@@ -30,8 +43,13 @@ export function authenticate(providers: ProviderRepository): onRequestAsyncHookH
     if (token === undefined || !isWellFormedToken(token)) {
       throw unauthorized('the Authorization header must be "Bearer lst_…"', true)
     }
-    const provider = await providers.findByToken(token)
-    if (!provider) throw unauthorized('the token is unknown or has been revoked', true)
+    const hash = hashToken(token)
+    let provider = valid.get(hash, clock())
+    if (!provider) {
+      provider = await providers.findByTokenHash(hash)
+      if (!provider) throw unauthorized('the token is unknown or has been revoked', true)
+      valid.set(hash, provider, clock())
+    }
     request.provider = provider
   }
 }

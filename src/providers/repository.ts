@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../db/connection.js'
 import type { Tables } from '../db/tables.js'
 import { prefixedId } from '../ids.js'
-import { generateToken, hashToken } from './tokens.js'
+import { generateToken } from './tokens.js'
 
 export interface Provider {
   id: string
@@ -113,13 +113,13 @@ export class ProviderRepository {
     return Number(result.numUpdatedRows) > 0
   }
 
-  /** The provider holding this token, unless the token is unknown or revoked. */
-  async findByToken(token: string): Promise<Provider | undefined> {
+  /** The provider holding the token with this hash, unless the token is unknown or revoked. */
+  async findByTokenHash(tokenHash: string): Promise<Provider | undefined> {
     return this.database.kysely
       .selectFrom('tokens')
       .innerJoin('providers', 'providers.id', 'tokens.provider_id')
       .select(['providers.id', 'providers.name', 'providers.industry'])
-      .where('tokens.token_hash', '=', hashToken(token))
+      .where('tokens.token_hash', '=', tokenHash)
       .where('tokens.revoked_at_ms', 'is', null)
       .executeTakeFirst()
   }

@@ -1,8 +1,8 @@
 /**
- * Recent successes by key, each kept at most `ttlMs`, at most `capacity` of them (least recently used
+ * Values by key, each kept at most `ttlMs`, at most `capacity` of them (least recently used
  * evicted first). A Map iterates in insertion order, so re-inserting on use keeps the oldest first.
  */
-export class SuccessCache<V> {
+export class TtlCache<V> {
   readonly #entries = new Map<string, { value: V; expiresAtMs: number }>()
 
   constructor(
