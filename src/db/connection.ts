@@ -1,7 +1,16 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import { createHash } from 'node:crypto'
+import {
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type SqliteDatabase,
+  type SqliteStatement,
+} from 'kysely'
 import pg from 'pg'
 import type { Tables } from './tables.js'
 
@@ -33,6 +42,60 @@ const pgTypes = {
   },
 }
 
+/** Distinct SQL texts kept prepared; the service issues a few dozen (IN lists of different lengths vary). */
+const STATEMENT_CACHE_SIZE = 256
+
+/**
+ * Kysely's SQLite driver prepares every statement on every execution; on a page request that was 14% of the
+ * CPU. Handing it this wrapper instead reuses the prepared statement for SQL text seen before. Safe because
+ * better-sqlite3 runs a statement to completion synchronously (we never stream, which would hold one open).
+ */
+function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SqliteStatement>()
+  return {
+    close: () => sqlite.close(),
+    prepare(text) {
+      let statement = statements.get(text)
+      if (!statement) {
+        statement = sqlite.prepare(text)
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value as string)
+        statements.set(text, statement)
+      }
+      return statement
+    },
+  }
+}
+
+/**
+ * Kysely sends every PostgreSQL query unnamed, so the server parses and plans it on every execution; on a page
+ * request that planning took the CPU the server shares with us. Naming each parameterised statement after its
+ * SQL text lets each connection prepare it once and reuse it (pg remembers which names a connection has
+ * prepared). Query shapes are few and fixed (a few hundred at most, from IN lists and item counts), so the
+ * statements kept per connection stay bounded. Statements without parameters (BEGIN, COMMIT, DDL) go as they are.
+ */
+function withNamedStatements(pool: pg.Pool): PostgresPool {
+  const names = new Map<string, string>()
+  const nameOf = (text: string) => {
+    let name = names.get(text)
+    if (name === undefined) names.set(text, (name = `q_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`))
+    return name
+  }
+  return {
+    async connect(): Promise<PostgresPoolClient> {
+      const client = await pool.connect()
+      return {
+        // Only the (sql, parameters) form: the cursor form serves streaming, which the service never uses.
+        query: ((text: string, values: unknown[]) =>
+          values.length === 0
+            ? client.query(text, values)
+            : client.query({ name: nameOf(text), text, values })) as unknown as PostgresPoolClient['query'],
+        release: () => client.release(),
+      }
+    },
+    end: () => pool.end(),
+  }
+}
+
 export interface OpenOptions {
   /** Called for errors on idle PostgreSQL connections, which would otherwise crash the process. */
   onPoolError?: (error: Error) => void
@@ -51,7 +114,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       sqlite.pragma('foreign_keys = ON')
       // Another process (a second instance, the CLI) may hold the write lock briefly: wait, don't fail.
       sqlite.pragma('busy_timeout = 5000')
-      const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: sqlite }) })
+      const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) })
       return { kysely, dialect: 'sqlite', close: () => kysely.destroy() }
     }
     case 'postgres': {
@@ -63,7 +126,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
         connectionTimeoutMillis: 5000,
       })
       pool.on('error', (error) => options.onPoolError?.(error))
-      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) })
+      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }) })
       return { kysely, dialect: 'postgres', close: () => kysely.destroy() }
     }
   }
