@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { createAjv } from '../src/http/validation.js'
+import { ListingsPage } from '../src/listings/schemas.js'
 import { fixtureImages, item, listingBody } from './fixtures.js'
 import { describeEachDialect, type TestService } from './helper.js'
 
@@ -227,6 +229,48 @@ await describeEachDialect('create: stored exactly as sent', (service, dialect) =
       listing.items.map((i: { nameAr: string; nameEn: string }) => ({ ar: i.nameAr, en: i.nameEn })),
       names,
     )
+  })
+
+  test('a page is JSON of the ListingsPage schema, whatever characters the names hold', async () => {
+    // Pages are written as text (page-json.ts): every character JSON must escape, and some it may not.
+    const provider = await service.newProvider()
+    const names = [
+      { ar: 'quote " and backslash \\', en: 'tab\tnew line\ncarriage\rreturn' },
+      { ar: '</script><script>alert(1)</script>', en: '\u2028 line and \u2029 paragraph separators' },
+      { ar: '\u0001\u001f control characters', en: '{"json":"inside"}' },
+    ]
+    const body = listingBody({
+      referenceId: 'quote " backslash \\ \u0007',
+      brand: { displayName: { ar: '"مخبز"\\', en: 'Brand\n"quoted"' }, urlSafeName: 'brand', imageUrl: fixtureImages.url('/tiny.png') },
+      items: names.map((displayName, i) => item(i, { displayName })),
+    })
+    const created = await service.create(provider.token, body)
+    assert.equal(created.status, 201, created.text)
+    const listed = await service.list(provider.token)
+    assert.equal(listed.headers.get('content-type'), 'application/json; charset=utf-8')
+    const validate = createAjv().compile(ListingsPage)
+    assert.ok(validate(JSON.parse(listed.text)), JSON.stringify(validate.errors))
+    const [listing] = listed.body.content
+    assert.equal(listing.referenceId, body.referenceId)
+    assert.deepEqual(listing.brand, { nameAr: '"مخبز"\\', nameEn: 'Brand\n"quoted"', industry: 'restaurant' })
+    assert.deepEqual(
+      listing.items.map((i: { nameAr: string; nameEn: string }) => ({ ar: i.nameAr, en: i.nameEn })),
+      names,
+    )
+  })
+
+  test('a listing stored before items_json existed is listed from its item rows, identically', async () => {
+    // items_json is NULL for listings written by an instance of the previous version during a rolling deploy.
+    const provider = await service.newProvider()
+    const body = listingBody({ items: [item(0, { price: 19.99 }), item(1, { price: 7.125, category: 'tax', quantity: 3 })] })
+    assert.equal((await service.create(provider.token, body)).status, 201)
+    assert.equal((await service.create(provider.token, listingBody())).status, 201)
+    const before = await service.list(provider.token)
+    const [newest, oldest] = before.body.content
+    await service.database.kysely.updateTable('listings').set({ items_json: null }).where('id', '=', oldest.id).execute()
+    const after = await service.list(provider.token)
+    assert.equal(after.text, before.text)
+    assert.deepEqual(after.body.content[0], newest)
   })
 
   test('100 items keep the order sent, with their quantities and categories', async () => {

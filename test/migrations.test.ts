@@ -2,8 +2,10 @@ import assert from 'node:assert/strict'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
-import { sql } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import { openDatabase } from '../src/db/connection.js'
+import * as initial from '../src/migrations/2026-11-21-initial.js'
+import * as listingItemsJson from '../src/migrations/2026-11-21-listing-items-json.js'
 import { createTestDatabase, testDialects } from './helper.js'
 import { killAll, ROOT, runCli, startServer } from './process.js'
 
@@ -49,6 +51,44 @@ for (const dialect of await testDialects()) {
         }
       }
     })
+  })
+}
+
+for (const dialect of await testDialects()) {
+  test(`2026-11-21-listing-items-json fills items_json of listings stored before it [${dialect}]`, async () => {
+    const testDatabase = await createTestDatabase(dialect)
+    const database = openDatabase(testDatabase.url)
+    try {
+      const db = database.kysely as Kysely<any>
+      await initial.up(db)
+      await db.insertInto('providers').values({ id: 'prv_1', name: 'Old', industry: 'bakery', created_at_ms: 1, listing_count: 2 }).execute()
+      const listing = (id: string, seq: number) => ({
+        id, provider_id: 'prv_1', seq, reference_id: id, request_hash: 'h', type: 'timed', discount_rate: 0.5,
+        is_assigned_to_driver: 0, latitude: 0, longitude: 0, brand_name_ar: 'ع', brand_name_en: 'E',
+        brand_url_safe_name: 'e', brand_image_url: 'https://example.com/b.png', created_at_ms: seq, expires_at_unix: 9,
+      })
+      await db.insertInto('listings').values([listing('L1', 1), listing('L2', 2)]).execute()
+      const row = (listing_id: string, position: number, name: string, price_thousandths: number) => ({
+        listing_id, position, name_ar: `${name} ع`, name_en: name, url_safe_name: name, image_url: null,
+        category: 'product', sub_category: 'drink', price_thousandths, quantity: position + 1,
+      })
+      // Inserted out of order: the JSON follows position, not insertion.
+      await db.insertInto('listing_items').values([row('L1', 1, 'second', 7125), row('L1', 0, 'first', 19990), row('L2', 0, 'only', 1000)]).execute()
+
+      await listingItemsJson.up(db)
+
+      const stored = await db.selectFrom('listings').select(['id', 'items_json']).orderBy('id').execute()
+      assert.deepEqual(stored.map((r) => [r.id, JSON.parse(r.items_json)]), [
+        ['L1', [
+          { nameAr: 'first ع', nameEn: 'first', price: 19.99, quantity: 1, category: 'product' },
+          { nameAr: 'second ع', nameEn: 'second', price: 7.125, quantity: 2, category: 'product' },
+        ]],
+        ['L2', [{ nameAr: 'only ع', nameEn: 'only', price: 1, quantity: 1, category: 'product' }]],
+      ])
+    } finally {
+      await database.close()
+      await testDatabase.drop()
+    }
   })
 }
 

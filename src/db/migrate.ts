@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely'
 import type { Database } from './connection.js'
 import { beginExclusive } from './dialect.js'
 import * as initial from '../migrations/2026-11-21-initial.js'
+import * as listingItemsJson from '../migrations/2026-11-21-listing-items-json.js'
 
 interface Migration {
   name: string
@@ -9,7 +10,10 @@ interface Migration {
 }
 
 /** In order; names are dated and never reused. */
-const migrations: Migration[] = [{ name: '2026-11-21-initial', up: initial.up }]
+const migrations: Migration[] = [
+  { name: '2026-11-21-initial', up: initial.up },
+  { name: '2026-11-21-listing-items-json', up: listingItemsJson.up },
+]
 
 /**
  * Applies pending migrations in one transaction under an exclusive lock, so it is idempotent and safe when

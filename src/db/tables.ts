@@ -40,6 +40,11 @@ export interface ListingsTable {
   brand_image_url: string
   created_at_ms: number
   expires_at_unix: number
+  /**
+   * The items as the list endpoint returns them (JSON text), so a page reads no item rows. NULL only for a
+   * listing written by a version before this column; the reader then falls back to listing_items.
+   */
+  items_json: string | null
 }
 
 export interface ListingItemsTable {

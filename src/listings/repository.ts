@@ -1,7 +1,9 @@
 import type { Database } from '../db/connection.js'
 import { greatest } from '../db/dialect.js'
+import { PreparedQuery } from '../db/prepared-query.js'
 import { listingId } from '../ids.js'
-import type { CreateListingInput, ListListingsParams, Listing } from './schemas.js'
+import { itemsJson, type PageListing } from './page-json.js'
+import type { Categories, CreateListingInput, ListListingsParams } from './schemas.js'
 
 export interface StoredListingRef {
   listingId: string
@@ -17,14 +19,39 @@ export interface NewListing {
   ttlSeconds: number
 }
 
-export type StoredListing = Omit<Listing, 'status' | 'brand'> & { brand: Omit<Listing['brand'], 'industry'> }
+/** A row of the page query: the provider's count, and a listing unless the page is past the end. */
+interface PageRow {
+  listing_count: number
+  id: string | null
+  reference_id: string | null
+  expires_at_unix: number | null
+  brand_name_ar: string | null
+  brand_name_en: string | null
+  items_json: string | null
+}
 
 /** Prices are kept as integer thousandths: the API accepts at most three decimals, so this is exact. */
 const toThousandths = (price: number) => Math.round(price * 1000)
 const fromThousandths = (thousandths: number) => thousandths / 1000
 
 export class ListingRepository {
-  constructor(private readonly database: Database) {}
+  readonly #pageQuery: PreparedQuery<{ providerId: string; skip: number; skipPlusLimit: number }, PageRow>
+
+  constructor(private readonly database: Database) {
+    this.#pageQuery = new PreparedQuery(database.kysely, (db, param) =>
+      db
+        .selectFrom('providers as p')
+        .leftJoin('listings as l', (join) =>
+          join
+            .onRef('l.provider_id', '=', 'p.id')
+            .on((eb) => eb('l.seq', '>', eb('p.listing_count', '-', param('skipPlusLimit'))))
+            .on((eb) => eb('l.seq', '<=', eb('p.listing_count', '-', param('skip')))),
+        )
+        .select(['p.listing_count', 'l.id', 'l.reference_id', 'l.expires_at_unix', 'l.brand_name_ar', 'l.brand_name_en', 'l.items_json'])
+        .where('p.id', '=', param('providerId'))
+        .orderBy('l.seq', 'desc'),
+    )
+  }
 
   async findByReference(providerId: string, referenceId: string): Promise<StoredListingRef | undefined> {
     const row = await this.database.kysely
@@ -84,6 +111,10 @@ export class ListingRepository {
           brand_image_url: input.brand.imageUrl,
           created_at_ms: createdAtMs,
           expires_at_unix: expiresAtUnix,
+          // The input price is what a page returns: at most 3 decimals, so it equals fromThousandths(stored).
+          items_json: itemsJson(
+            input.items.map(({ displayName, price, quantity, category }) => ({ nameAr: displayName.ar, nameEn: displayName.en, price, quantity, category })),
+          ),
         })
         .execute()
       await trx
@@ -108,62 +139,59 @@ export class ListingRepository {
   }
 
   /**
-   * One page, newest first. Sequence numbers are dense (1..recordCount) and follow creation order, so page N
-   * is the seq range (count − N·limit, count − (N−1)·limit]: an index range, as cheap at page 10,000 as at
-   * page 1, and recordCount is one row read. A listing committed between the two reads has a seq above the
-   * count read first, so the page stays consistent with the recordCount returned.
+   * One page, newest first, in one statement (one snapshot, one round trip). Sequence numbers are dense
+   * (1..recordCount) and follow creation order, so page N is the seq range (count − N·limit, count − (N−1)·limit]
+   * of the provider's counter row: an index range, as cheap at page 10,000 as at page 1, and recordCount is
+   * read in the same statement. The left join keeps the provider's row when the page is past the end.
    */
-  async page(providerId: string, { page, limit }: ListListingsParams): Promise<{ recordCount: number; listings: StoredListing[] }> {
-    const db = this.database.kysely
-    const provider = await db
-      .selectFrom('providers')
-      .select('listing_count')
-      .where('id', '=', providerId)
-      .executeTakeFirst()
-    const recordCount = provider?.listing_count ?? 0
-    const newest = recordCount - (page - 1) * limit
-    if (newest <= 0) return { recordCount, listings: [] }
+  async page(providerId: string, { page, limit }: ListListingsParams): Promise<{ recordCount: number; listings: PageListing[] }> {
+    const skip = (page - 1) * limit
+    const rows = await this.#pageQuery.execute({ providerId, skip, skipPlusLimit: skip + limit })
+    const recordCount = rows[0]?.listing_count ?? 0
+    const listings: PageListing[] = []
+    const withoutJson: PageListing[] = []
+    for (const row of rows) {
+      if (row.id === null) continue // the provider's row alone: past the end
+      const listing: PageListing = {
+        id: row.id,
+        referenceId: row.reference_id as string,
+        expiresAtUnix: row.expires_at_unix as number,
+        brandNameAr: row.brand_name_ar as string,
+        brandNameEn: row.brand_name_en as string,
+        itemsJson: row.items_json ?? '',
+      }
+      listings.push(listing)
+      if (row.items_json === null) withoutJson.push(listing)
+    }
+    if (withoutJson.length > 0) await this.#fillItemsJson(withoutJson)
+    return { recordCount, listings }
+  }
 
-    const rows = await db
-      .selectFrom('listings')
-      .select(['id', 'reference_id', 'expires_at_unix', 'brand_name_ar', 'brand_name_en'])
-      .where('provider_id', '=', providerId)
-      .where('seq', '>', newest - limit)
-      .where('seq', '<=', newest)
-      .orderBy('seq', 'desc')
-      .execute()
-    if (rows.length === 0) return { recordCount, listings: [] }
-    const items = await db
+  /** Listings written before items_json existed (see its migration) get it from their item rows. */
+  async #fillItemsJson(listings: PageListing[]): Promise<void> {
+    const items = await this.database.kysely
       .selectFrom('listing_items')
       .select(['listing_id', 'name_ar', 'name_en', 'price_thousandths', 'quantity', 'category'])
       .where(
         'listing_id',
         'in',
-        rows.map((row) => row.id),
+        listings.map((listing) => listing.id),
       )
       .orderBy('listing_id')
       .orderBy('position')
       .execute()
-
-    const itemsByListing = new Map<string, StoredListing['items']>()
-    for (const item of items) {
-      let list = itemsByListing.get(item.listing_id)
-      if (!list) itemsByListing.set(item.listing_id, (list = []))
-      list.push({
-        nameAr: item.name_ar,
-        nameEn: item.name_en,
-        price: fromThousandths(item.price_thousandths),
-        quantity: item.quantity,
-        category: item.category as StoredListing['items'][number]['category'],
-      })
+    for (const listing of listings) {
+      listing.itemsJson = itemsJson(
+        items
+          .filter((item) => item.listing_id === listing.id)
+          .map((item) => ({
+            nameAr: item.name_ar,
+            nameEn: item.name_en,
+            price: fromThousandths(item.price_thousandths),
+            quantity: item.quantity,
+            category: item.category as (typeof Categories)[number],
+          })),
+      )
     }
-    const listings = rows.map((row) => ({
-      id: row.id,
-      referenceId: row.reference_id,
-      expiresAtUnix: row.expires_at_unix,
-      items: itemsByListing.get(row.id) ?? [],
-      brand: { nameAr: row.brand_name_ar, nameEn: row.brand_name_en },
-    }))
-    return { recordCount, listings }
   }
 }

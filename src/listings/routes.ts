@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { Clock } from '../clock.js'
 import { providerOf } from '../providers/authenticate.js'
 import { createListing, type CreateListingDeps } from './create-listing.js'
+import { pageJson } from './page-json.js'
 import type { ListingRepository } from './repository.js'
 import {
   CreateListingBody,
@@ -44,18 +45,11 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
         response: { 200: ListingsPage },
       },
     },
-    async (request): Promise<ListingsPage> => {
+    async (request, reply) => {
       const provider = providerOf(request)
       const { recordCount, listings: page } = await listings.page(provider.id, request.query as ListListingsParams)
-      const nowMs = clock()
-      return {
-        recordCount,
-        content: page.map((listing) => ({
-          ...listing,
-          status: nowMs < listing.expiresAtUnix * 1000 ? 'active' : 'expired',
-          brand: { ...listing.brand, industry: provider.industry },
-        })),
-      }
+      // Written as text (see page-json.ts); Fastify sends a string with a JSON content type as it is.
+      return reply.type('application/json; charset=utf-8').send(pageJson(recordCount, page, provider.industry, clock()))
     },
   )
 }

@@ -1,0 +1,42 @@
+import { createQueryId, type Compilable, type Kysely } from 'kysely'
+import type { Tables } from './tables.js'
+
+/** Stands in for a parameter while the query is compiled; found again by identity among the parameters. */
+class Slot {
+  constructor(readonly name: string) {}
+}
+
+/**
+ * A query of fixed shape, built and compiled by Kysely once; each execution only binds its parameters.
+ * Building and compiling cost about a fifth of a page request's CPU, for the same SQL text every time.
+ * `build` receives `param(name)`, which stands for a value given at execution; every parameter of the
+ * compiled query must come from it (checked on first use), so a literal cannot be frozen in by mistake.
+ */
+export class PreparedQuery<Params extends Record<string, unknown>, Row> {
+  #compiled?: { sql: string; query: ReturnType<Compilable['compile']>['query']; names: Array<keyof Params> }
+
+  constructor(
+    private readonly db: Kysely<Tables>,
+    private readonly build: (db: Kysely<Tables>, param: <K extends keyof Params & string>(name: K) => Params[K]) => Compilable<Row>,
+  ) {}
+
+  async execute(params: Params): Promise<Row[]> {
+    const { sql, query, names } = (this.#compiled ??= this.#compile())
+    const result = await this.db.executeQuery<Row>({
+      sql,
+      query,
+      queryId: createQueryId(),
+      parameters: names.map((name) => params[name]),
+    })
+    return result.rows
+  }
+
+  #compile() {
+    const compiled = this.build(this.db, (name) => new Slot(name) as never).compile()
+    const names = compiled.parameters.map((value) => {
+      if (!(value instanceof Slot)) throw new Error(`PreparedQuery: parameter ${String(value)} is not a param()`)
+      return value.name as keyof Params
+    })
+    return { sql: compiled.sql, query: compiled.query, names }
+  }
+}

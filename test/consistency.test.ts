@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { listingBody } from './fixtures.js'
+import { describeEachDialect, type Response, type TestService } from './helper.js'
+
+// recordCount is a counter and pages are ranges of a per-provider sequence (no COUNT, no OFFSET). This pins
+// that the shortcut is exact: under concurrent creates, recordCount and the union of all pages are exactly
+// the set of listings created, with nothing repeated or skipped, on both databases.
+
+/** Every page of a provider's listings at `limit`, read until the first empty one. */
+async function allPages(service: TestService, token: string, limit: number): Promise<Response[]> {
+  const pages: Response[] = []
+  for (let page = 1; ; page++) {
+    const response = await service.list(token, `?page=${page}&limit=${limit}`)
+    assert.equal(response.status, 200, response.text)
+    if (response.body.content.length === 0) return pages
+    pages.push(response)
+  }
+}
+
+await describeEachDialect('recordCount and pages under concurrent creates', (service) => {
+  test('60 parallel creates for two providers, pages read meanwhile: counts and pages are exactly what was created', async () => {
+    const a = await service.newProvider()
+    const b = await service.newProvider()
+    const owners = Array.from({ length: 60 }, (_, i) => (i % 3 === 2 ? b : a))
+    const creating = Promise.all(owners.map((owner, i) => service.create(owner.token, listingBody({ referenceId: `c-${i}` }))))
+    const reading = Promise.all(Array.from({ length: 30 }, () => service.list(a.token, '?limit=50')))
+    const [created, readMeanwhile] = await Promise.all([creating, reading])
+
+    for (const response of created) assert.equal(response.status, 201, response.text)
+    // A page read while creates commit is one snapshot: it holds exactly min(limit, recordCount) listings.
+    for (const page of readMeanwhile) {
+      assert.equal(page.status, 200, page.text)
+      assert.equal(page.body.content.length, Math.min(50, page.body.recordCount), page.text)
+    }
+
+    for (const owner of [a, b]) {
+      const expected = created.filter((_, i) => owners[i] === owner).map((response) => response.body.listingId as string)
+      for (const limit of [1, 7, 50]) {
+        const pages = await allPages(service, owner.token, limit)
+        const ids: string[] = pages.flatMap((page) => page.body.content.map((listing: { id: string }) => listing.id))
+        for (const page of pages) assert.equal(page.body.recordCount, expected.length)
+        assert.equal(new Set(ids).size, ids.length, `limit ${limit}: a listing appears twice`)
+        assert.deepEqual([...ids].sort(), [...expected].sort(), `limit ${limit}: pages differ from the created set`)
+        // Newest first: within one provider, ids sort as listings were created.
+        assert.deepEqual(ids, [...ids].sort().reverse(), `limit ${limit}: not newest first`)
+      }
+      const seqs = await service.database.kysely
+        .selectFrom('listings')
+        .select('seq')
+        .where('provider_id', '=', owner.id)
+        .orderBy('seq')
+        .execute()
+      assert.deepEqual(
+        seqs.map((row) => Number(row.seq)),
+        expected.map((_, i) => i + 1),
+        'sequence numbers are dense: 1..recordCount',
+      )
+    }
+  })
+})
