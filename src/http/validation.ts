@@ -39,7 +39,10 @@ function isHttpUrl(value: string): boolean {
 
 /** Decimal places of a number as JavaScript prints it (its shortest round-trip form). */
 export function decimalPlaces(value: number): number {
-  const [mantissa = '', exponent = '0'] = String(value).split('e')
+  if (Number.isInteger(value)) return 0 // most prices and quantities: no string needed
+  const text = String(value)
+  if (!text.includes('e')) return text.length - text.indexOf('.') - 1
+  const [mantissa = '', exponent = '0'] = text.split('e')
   const fraction = mantissa.split('.')[1] ?? ''
   return Math.max(0, fraction.length - Number(exponent))
 }

@@ -1,13 +1,23 @@
 import { createHash } from 'node:crypto'
 
-/** JSON with object keys sorted at every level, so two bodies that differ only in key order are equal. */
+/**
+ * JSON with object keys sorted at every level, so two bodies that differ only in key order are equal.
+ * Written as plain loops: on a 100-item body the first version (entries, sort, map, join) was 10% of a create.
+ */
 function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value)
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + canonicalJson(value[i])
+    return `${out}]`
   }
-  return JSON.stringify(value)
+  const keys = Object.keys(value).sort() // UTF-16 code unit order, the same for every body
+  let out = '{'
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string
+    out += `${i > 0 ? ',' : ''}${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`
+  }
+  return `${out}}`
 }
 
 /**
