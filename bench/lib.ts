@@ -13,8 +13,11 @@ export interface RunningService {
   stop(): Promise<void>
 }
 
-/** The service as `npm start` runs it (dist/), on a fresh SQLite file unless DATABASE_URL is given. */
-export async function startService(env: Record<string, string> = {}): Promise<RunningService> {
+/**
+ * The service as `npm start` runs it (dist/), on a fresh SQLite file unless DATABASE_URL is given. On an empty
+ * database the demo provider's token is read from the banner; on a seeded one, pass the seeded token.
+ */
+export async function startService(env: Record<string, string> = {}, token?: string): Promise<RunningService> {
   const dir = mkdtempSync(join(tmpdir(), 'listing-bench-'))
   const child = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve'], {
     env: {
@@ -41,11 +44,10 @@ export async function startService(env: Record<string, string> = {}): Promise<Ru
     child.stdout?.setEncoding('utf8').on('data', onData)
     child.once('exit', (code) => reject(new Error(`service exited with ${code}: ${stdout}`)))
   })
-  const token = /lst_[A-Za-z0-9_-]{43}/.exec(stdout)?.[0] ?? env.BENCH_TOKEN ?? ''
   return {
     child,
     baseUrl: ready.address,
-    token,
+    token: token ?? /lst_[A-Za-z0-9_-]{43}/.exec(stdout)?.[0] ?? '',
     stop: () =>
       new Promise((resolve) => {
         child.once('exit', () => resolve())
@@ -71,11 +73,12 @@ export function machine(): string {
   return `${cpus().length} × ${cpu}, ${gib(totalmem())} RAM (${gib(freemem())} free), Linux ${release()}, Node ${process.version}`
 }
 
-/** Writes a result file under bench/results/ and returns its path. */
-export function writeResult(name: string, markdown: string): string {
+/** Writes bench/results/<date>[-<name>].md and returns its path. */
+export function writeResult(name: string | undefined, markdown: string): string {
   const dir = join(ROOT, 'bench', 'results')
   mkdirSync(dir, { recursive: true })
-  const path = join(dir, `${new Date().toISOString().slice(0, 10)}-${name}.md`)
+  const date = new Date().toISOString().slice(0, 10)
+  const path = join(dir, `${name ? `${date}-${name}` : date}.md`)
   writeFileSync(path, markdown)
   return path
 }

@@ -1,0 +1,210 @@
+/**
+ * Throughput and latency of the service against the machine's own ceiling (issue 4), on SQLite and on
+ * PostgreSQL (when it answers). For each database: seed N listings of one provider, start the service as
+ * `npm start` runs it, start a bare node:http server answering with the very bytes of page 1 (the ceiling),
+ * then load each scenario with wrk (or autocannon) and print one table.
+ *
+ *   npm run bench:http -- --listings 100000 --duration 10 --connections 50 --dialects sqlite,postgres
+ *   npm run bench:http -- --listings 1000000        (the 1M figures; seeding takes a few minutes)
+ *   npm run bench:http -- --mix-duration 300        (the 5-minute mixed run, memory sampled throughout)
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { parseArgs } from 'node:util'
+import { openDatabase } from '../src/db/connection.js'
+import { createTestDatabase } from '../test/helper.js'
+import { startImageServer, type ImageServer } from '../test/image-server.js'
+import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
+import { machine, ROOT, rssBytes, startService, writeResult, type RunningService } from './lib.js'
+import { seed } from './seed.js'
+
+const { values: args } = parseArgs({
+  options: {
+    listings: { type: 'string', default: '100000' },
+    duration: { type: 'string', default: '10' },
+    'mix-duration': { type: 'string' },
+    connections: { type: 'string', default: '50' },
+    dialects: { type: 'string', default: 'sqlite,postgres' },
+  },
+})
+const LISTINGS = Number(args.listings)
+const DURATION_S = Number(args.duration)
+const MIX_DURATION_S = Number(args['mix-duration'] ?? args.duration)
+const CONNECTIONS = Number(args.connections)
+const WARMUP_S = 2
+
+interface Row {
+  scenario: string
+  result: LoadResult
+  note?: string
+}
+
+function createBody(images: ImageServer, itemCount: number): string {
+  return JSON.stringify({
+    referenceId: UNIQUE,
+    location: { latitude: 24.7136, longitude: 46.6753 },
+    brand: {
+      displayName: { ar: 'مخبز الصباح', en: 'Morning Bakery' },
+      urlSafeName: 'morning-bakery',
+      imageUrl: images.url('/img/brand.png'),
+    },
+    listingDetails: { discountRate: 0.4, type: 'timed' },
+    items: Array.from({ length: itemCount }, (_, i) => ({
+      displayName: { ar: `كرواسون ${i}`, en: `Croissant ${i}` },
+      urlSafeName: `croissant-${i}`,
+      category: 'product',
+      subCategory: 'main_dish',
+      price: 7.5 + i,
+      quantity: 12,
+      // Distinct per item, the same on every create: after the first create they come from the cache.
+      ...(itemCount > 1 ? { imageUrl: images.url(`/img/item-${i}.png`) } : {}),
+    })),
+  })
+}
+
+async function startCeiling(pageBytes: Buffer): Promise<{ baseUrl: string; stop(): void }> {
+  const file = join(mkdtempSync(join(tmpdir(), 'listing-ceiling-')), 'page.json')
+  writeFileSync(file, pageBytes)
+  const child = spawn(process.execPath, [join(ROOT, 'bench/ceiling-server.mjs'), file], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const port = await new Promise<string>((resolve) => child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(d.trim())))
+  return { baseUrl: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') }
+}
+
+async function measure(baseUrl: string, kinds: RequestKind[], durationS = DURATION_S): Promise<LoadResult> {
+  await runLoad(baseUrl, kinds, { connections: CONNECTIONS, durationS: WARMUP_S })
+  return runLoad(baseUrl, kinds, { connections: CONNECTIONS, durationS })
+}
+
+/** RSS of the service every second while `work` runs; growth is judged after the first quarter (warm-up). */
+async function sampleRss<T>(pid: number, work: Promise<T>): Promise<{ result: T; afterWarmup: number; end: number; peak: number }> {
+  const samples: number[] = []
+  let running = true
+  const sampler = (async () => {
+    while (running) {
+      samples.push(rssBytes(pid))
+      await sleep(1000)
+    }
+  })()
+  const result = await work
+  running = false
+  await sampler
+  samples.push(rssBytes(pid))
+  return {
+    result,
+    afterWarmup: samples[Math.floor(samples.length / 4)] as number,
+    end: samples.at(-1) as number,
+    peak: Math.max(...samples),
+  }
+}
+
+async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer): Promise<string[] | undefined> {
+  let databaseUrl: string
+  let drop = async () => {}
+  if (dialect === 'sqlite') {
+    databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'listing-bench-')), 'bench.db')}`
+  } else {
+    // The tests' own way to a fresh database (at TEST_POSTGRES_URL); no answer means no PostgreSQL half.
+    const fresh = await createTestDatabase('postgres').catch((error: Error) => {
+      console.warn(`PostgreSQL does not answer (${error.message}): its half is skipped`)
+    })
+    if (!fresh) return undefined
+    databaseUrl = fresh.url
+    drop = fresh.drop
+  }
+
+  const seedStarted = performance.now()
+  const database = openDatabase(databaseUrl)
+  const seeded = await seed(database, LISTINGS, (done) => {
+    if (done % 100_000 === 0) console.error(`  ${dialect}: seeded ${done}`)
+  })
+  await database.close()
+  const seedSeconds = (performance.now() - seedStarted) / 1000
+  console.error(`${dialect}: seeded ${LISTINGS} listings in ${seedSeconds.toFixed(1)} s`)
+
+  const service: RunningService = await startService({ DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, seeded.token)
+  const auth = { authorization: `Bearer ${service.token}` }
+  const get = (path: string): RequestKind => ({ weight: 1, method: 'GET', path, headers: auth })
+  const post = (body: string): RequestKind => ({
+    weight: 1,
+    method: 'POST',
+    path: '/api/v1/listing/create',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body,
+  })
+  const lastPage = Math.ceil(LISTINGS / 10)
+  const page1 = await fetch(`${service.baseUrl}/api/v1/listing?page=1&limit=10`, { headers: auth })
+  const pageBytes = Buffer.from(await page1.arrayBuffer())
+  if (page1.status !== 200) throw new Error(`page 1 answered ${page1.status}: ${pageBytes}`)
+  const ceiling = await startCeiling(pageBytes)
+
+  const rows: Row[] = []
+  try {
+    rows.push({ scenario: 'ceiling: node:http, same bytes as page 1', result: await measure(ceiling.baseUrl, [get('/')]) })
+    rows.push({ scenario: 'page 1, limit 10', result: await measure(service.baseUrl, [get('/api/v1/listing?page=1&limit=10')]) })
+    rows.push({ scenario: 'page 1, limit 50', result: await measure(service.baseUrl, [get('/api/v1/listing?page=1&limit=50')]) })
+    rows.push({
+      scenario: `last page (${lastPage}), limit 10`,
+      result: await measure(service.baseUrl, [get(`/api/v1/listing?page=${lastPage}&limit=10`)]),
+    })
+    const oneItem = createBody(images, 1)
+    const hundredItems = createBody(images, 100)
+    // Fill the image cache once, as a provider's earlier creates would have.
+    await fetch(`${service.baseUrl}/api/v1/listing/create`, { method: 'POST', headers: post('').headers, body: hundredItems.replace(UNIQUE, 'warm-cache') })
+    rows.push({ scenario: 'create, 1 item', result: await measure(service.baseUrl, [post(oneItem)]) })
+    rows.push({ scenario: 'create, 100 items (images cached)', result: await measure(service.baseUrl, [post(hundredItems)]) })
+    const mix = [{ ...get('/api/v1/listing?page=1&limit=10'), weight: 9 }, post(oneItem)]
+    const sampled = await sampleRss(service.child.pid as number, measure(service.baseUrl, mix, MIX_DURATION_S))
+    const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+    rows.push({
+      scenario: `mix: 90% page 1 / 10% create, ${MIX_DURATION_S} s`,
+      result: sampled.result,
+      note: `RSS ${mib(sampled.afterWarmup)} after warm-up → ${mib(sampled.end)} at end (peak ${mib(sampled.peak)})`,
+    })
+  } finally {
+    ceiling.stop()
+    await service.stop()
+    await drop()
+  }
+
+  const ceilingRps = rows[0]?.result.rps ?? NaN
+  const page1Rps = rows[1]?.result.rps ?? NaN
+  const lastRps = rows[3]?.result.rps ?? NaN
+  const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+  return [
+    `## ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'} — ${fmt(LISTINGS)} listings of one provider (seeded in ${seedSeconds.toFixed(1)} s)`,
+    '',
+    '| scenario | req/s | p50 | p99 | of ceiling | failures | |',
+    '|---|---:|---:|---:|---:|---:|---|',
+    ...rows.map(
+      ({ scenario, result, note }) =>
+        `| ${scenario} | ${fmt(result.rps)} | ${fmt(result.p50Ms, 2)} ms | ${fmt(result.p99Ms, 2)} ms | ${fmt((100 * result.rps) / ceilingRps, 1)}% | ${result.failures} | ${note ?? ''} |`,
+    ),
+    '',
+    `Last page costs ${fmt(page1Rps / lastRps, 2)}× page 1 (req/s of page 1 ÷ req/s of the last page).`,
+    '',
+  ]
+}
+
+const images = await startImageServer()
+const sections: string[] = [
+  `# HTTP benchmark — ${new Date().toISOString()}`,
+  '',
+  `Machine: ${machine()}. Load: ${loadTool}, ${CONNECTIONS} connections, ${DURATION_S} s per scenario after a ${WARMUP_S} s warm-up.`,
+  `Service: \`node dist/cli/main.js serve\` (LOG_LEVEL=info, access log drained). Command: \`npm run bench:http -- --listings ${LISTINGS}\`.`,
+  '',
+]
+try {
+  for (const dialect of (args.dialects ?? '').split(',') as Array<'sqlite' | 'postgres'>) {
+    const section = await benchDialect(dialect, images)
+    if (section) {
+      sections.push(...section)
+      console.log(section.join('\n'))
+    }
+  }
+} finally {
+  await images.close()
+}
+console.log(`written to ${writeResult(LISTINGS === 100_000 ? undefined : `${LISTINGS}-listings`, sections.join('\n'))}`)

@@ -1,0 +1,156 @@
+/**
+ * HTTP load for the benchmarks: wrk when it is installed (a C load generator leaves more of a 2-core machine
+ * to the server under test), autocannon otherwise. Both run the same request mix and report the same figures.
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import autocannon from 'autocannon'
+
+/** Where a request body must differ on every request (a create's referenceId), it holds this placeholder. */
+export const UNIQUE = '@UNIQUE@'
+
+export interface RequestKind {
+  /** Share of the mix; weights are relative. */
+  weight: number
+  method: 'GET' | 'POST'
+  path: string
+  headers: Record<string, string>
+  body?: string
+}
+
+export interface LoadResult {
+  tool: 'wrk' | 'autocannon'
+  requests: number
+  rps: number
+  p50Ms: number
+  p99Ms: number
+  /** Non-2xx answers plus socket errors and timeouts. */
+  failures: number
+}
+
+export interface LoadOptions {
+  connections: number
+  durationS: number
+}
+
+export const loadTool: 'wrk' | 'autocannon' = (() => {
+  try {
+    execFileSync('wrk', ['--version'], { stdio: 'ignore' })
+    return 'wrk'
+  } catch (error) {
+    // wrk --version exits 1 after printing its version; only a missing binary means "not installed".
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'autocannon' : 'wrk'
+  }
+})()
+
+export function runLoad(baseUrl: string, kinds: RequestKind[], options: LoadOptions): Promise<LoadResult> {
+  return loadTool === 'wrk' ? runWrk(baseUrl, kinds, options) : runAutocannon(baseUrl, kinds, options)
+}
+
+/** A Lua long string: bodies go in verbatim (UTF-8 bytes, quotes and all). */
+const luaString = (text: string) => `[==[${text}]==]`
+
+function wrkScript(kinds: RequestKind[]): string {
+  const nonce = randomUUID().slice(0, 8) // two runs of one scenario must not replay each other's creates
+  const total = kinds.reduce((sum, kind) => sum + kind.weight, 0)
+  const entries = kinds.map((kind) => {
+    const headers = Object.entries(kind.headers)
+      .map(([name, value]) => `[ ${luaString(name)} ] = ${luaString(value)}`) // "[[" would open a long string
+      .join(', ')
+    const [prefix, suffix] = kind.body === undefined ? [] : kind.body.split(UNIQUE)
+    return `{ weight = ${kind.weight}, method = "${kind.method}", path = ${luaString(kind.path)}, headers = { ${headers} }${
+      prefix === undefined ? '' : `, prefix = ${luaString(prefix)}, suffix = ${luaString(suffix ?? '')}`
+    } }`
+  })
+  return `
+local kinds = { ${entries.join(',\n  ')} }
+local total = ${total}
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+local n = 0
+function request()
+  n = n + 1
+  local pick = math.random() * total
+  for i, kind in ipairs(kinds) do
+    pick = pick - kind.weight
+    if pick < 0 or i == #kinds then
+      if kind.prefix then
+        return wrk.format(kind.method, kind.path, kind.headers, kind.prefix .. "${nonce}-" .. tid .. "-" .. n .. kind.suffix)
+      end
+      return wrk.format(kind.method, kind.path, kind.headers)
+    end
+  end
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRK_RESULT {"requests":%d,"durationUs":%d,"status":%d,"socket":%d,"p50Us":%d,"p99Us":%d}\\n',
+    summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+`
+}
+
+async function runWrk(baseUrl: string, kinds: RequestKind[], { connections, durationS }: LoadOptions): Promise<LoadResult> {
+  const script = join(mkdtempSync(join(tmpdir(), 'listing-wrk-')), 'mix.lua')
+  writeFileSync(script, wrkScript(kinds))
+  const args = ['-t2', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', script, baseUrl]
+  const output = await new Promise<string>((resolve, reject) => {
+    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+    child.once('error', reject)
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}: ${out}`))))
+  })
+  const line = output.split('\n').find((l) => l.startsWith('WRK_RESULT '))
+  if (!line) throw new Error(`wrk printed no result:\n${output}`)
+  const r = JSON.parse(line.slice('WRK_RESULT '.length))
+  return {
+    tool: 'wrk',
+    requests: r.requests,
+    rps: r.requests / (r.durationUs / 1e6),
+    p50Ms: r.p50Us / 1000,
+    p99Ms: r.p99Us / 1000,
+    failures: r.status + r.socket,
+  }
+}
+
+async function runAutocannon(baseUrl: string, kinds: RequestKind[], { connections, durationS }: LoadOptions): Promise<LoadResult> {
+  const nonce = randomUUID().slice(0, 8)
+  const total = kinds.reduce((sum, kind) => sum + kind.weight, 0)
+  let n = 0
+  const result = await autocannon({
+    url: baseUrl,
+    connections,
+    duration: durationS,
+    timeout: 5,
+    requests: [
+      {
+        setupRequest: (request) => {
+          let pick = Math.random() * total
+          const kind = kinds.find((k) => (pick -= k.weight) < 0) ?? (kinds.at(-1) as RequestKind)
+          return {
+            ...request,
+            method: kind.method,
+            path: kind.path,
+            headers: kind.headers,
+            body: kind.body?.replace(UNIQUE, `${nonce}-${++n}`),
+          }
+        },
+      },
+    ],
+  })
+  return {
+    tool: 'autocannon',
+    requests: result.requests.total,
+    rps: result.requests.total / result.duration,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    failures: result.non2xx + result.errors + result.timeouts,
+  }
+}
