@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { sql, type Expression, type RawBuilder } from 'kysely'
 
 // Crockford's base32: no I, L, O, U, so ids survive being read aloud or typed by hand.
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
@@ -19,25 +20,47 @@ function encodeBits(bytes: Uint8Array): string {
   return out
 }
 
-/** 48-bit millisecond time as 10 characters, most significant first, so ids sort by time. */
-function encodeTime(ms: number): string {
+/** `value` (a non-negative integer below 2^53) as `digits` base-32 digits, most significant first. */
+function encodeNumber(value: number, digits: number): string {
   let out = ''
-  for (let i = 0; i < 10; i++) {
-    out = ALPHABET[ms % 32] + out
-    ms = Math.floor(ms / 32)
+  for (let i = 0; i < digits; i++) {
+    out = ALPHABET[value % 32] + out
+    value = Math.floor(value / 32)
   }
   return out
 }
 
+/** 48-bit millisecond time as 10 characters, most significant first, so ids sort by time. */
+const encodeTime = (ms: number) => encodeNumber(ms, 10)
+
+/** Digits of a listing id: creation millisecond, then `tick`, then randomness (10 + 7 + 9 = 26, a ULID's shape). */
+const TIME_DIGITS = 10
+const TICK_DIGITS = 7 // 35 bits: more listings in one millisecond than any provider can create
+const RANDOM_DIGITS = 9 // 45 bits
+
+/** The random tail of a listing id. */
+export function listingIdRandomPart(): string {
+  return encodeBits(randomBytes(6)).slice(0, RANDOM_DIGITS)
+}
+
 /**
- * A ULID (26 characters) whose 80 "random" bits start with `tick`, the count of earlier listings of the same
- * provider in the same millisecond. Within one provider, ids therefore sort exactly as listings were created,
- * which is what makes "creation time, then id, descending" the same order as the per-provider sequence.
+ * A listing id in a ULID's shape (26 Crockford base-32 characters): the creation millisecond, then `tick`, the
+ * count of earlier listings of the same provider in that millisecond, then randomness. Within one provider,
+ * ids therefore sort exactly as listings were created, which is what makes "creation time, then id,
+ * descending" the same order as the per-provider sequence. listingIdSql builds the same id in PostgreSQL.
  */
-export function listingId(createdAtMs: number, tick: number): string {
-  const bytes = randomBytes(10)
-  bytes.writeUInt32BE(tick >>> 0, 0)
-  return encodeTime(createdAtMs) + encodeBits(bytes)
+export function listingId(createdAtMs: number, tick: number, random = listingIdRandomPart()): string {
+  return encodeTime(createdAtMs) + encodeNumber(tick, TICK_DIGITS) + random
+}
+
+/**
+ * listingId as a PostgreSQL expression over the columns holding the millisecond and the tick, so a create can
+ * be one statement (see ListingRepository). Each digit is `substr(alphabet, ((n >> 5k) & 31) + 1, 1)`.
+ */
+export function listingIdSql(createdAtMs: Expression<unknown>, tick: Expression<unknown>, random: string): RawBuilder<string> {
+  const digits = (value: Expression<unknown>, count: number) =>
+    Array.from({ length: count }, (_, i) => sql`substr(${sql.lit(ALPHABET)}, ((${value} >> ${sql.lit(5 * (count - 1 - i))}) & 31)::int + 1, 1)`)
+  return sql<string>`(${sql.join([...digits(createdAtMs, TIME_DIGITS), ...digits(tick, TICK_DIGITS), sql`${random}::text`], sql` || `)})`
 }
 
 /** An opaque, time-ordered id with a type prefix (`prv_…`, `tok_…`) that says what it names. */

@@ -1,7 +1,8 @@
+import { sql } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { greatest } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
-import { listingId } from '../ids.js'
+import { listingId, listingIdRandomPart, listingIdSql } from '../ids.js'
 import { itemsJson, type PageListing } from './page-json.js'
 import type { Categories, CreateListingInput, ListListingsParams } from './schemas.js'
 
@@ -29,6 +30,48 @@ interface PageRow {
   brand_name_en: string | null
   items_json: string | null
 }
+
+/** The columns of a listing row that come from the request; id, seq and times come from the counter. */
+function listingColumns({ providerId, input, requestHash }: NewListing) {
+  return {
+    provider_id: providerId,
+    reference_id: input.referenceId,
+    request_hash: requestHash,
+    type: input.listingDetails.type,
+    discount_rate: input.listingDetails.discountRate,
+    is_assigned_to_driver: input.listingDetails.isAssignedToDriver ? 1 : 0,
+    latitude: input.location.latitude,
+    longitude: input.location.longitude,
+    brand_name_ar: input.brand.displayName.ar,
+    brand_name_en: input.brand.displayName.en,
+    brand_url_safe_name: input.brand.urlSafeName,
+    brand_image_url: input.brand.imageUrl,
+    // The input price is what a page returns: at most 3 decimals, so it equals fromThousandths(stored).
+    items_json: itemsJson(
+      input.items.map(({ displayName, price, quantity, category }) => ({ nameAr: displayName.ar, nameEn: displayName.en, price, quantity, category })),
+    ),
+  }
+}
+
+/** A listing's item rows, in the order sent, without listing_id. */
+function itemColumns(input: CreateListingInput) {
+  return input.items.map((item, position) => ({
+    position,
+    name_ar: item.displayName.ar,
+    name_en: item.displayName.en,
+    url_safe_name: item.urlSafeName,
+    image_url: item.imageUrl ?? null,
+    category: item.category,
+    sub_category: item.subCategory,
+    price_thousandths: toThousandths(item.price),
+    quantity: item.quantity,
+  }))
+}
+
+/** itemColumns' columns with their PostgreSQL types, to read them back from JSON with jsonb_to_recordset. */
+const ITEM_RECORD_TYPE = sql.raw(
+  'position integer, name_ar text, name_en text, url_safe_name text, image_url text, category text, sub_category text, price_thousandths bigint, quantity integer',
+)
 
 /** Prices are kept as integer thousandths: the API accepts at most three decimals, so this is exact. */
 const toThousandths = (price: number) => Math.round(price * 1000)
@@ -64,13 +107,21 @@ export class ListingRepository {
   }
 
   /**
-   * Stores a listing and its items in one transaction. The first statement bumps the provider's counter,
-   * which (a) yields the listing's dense sequence number, (b) keeps recordCount exact without COUNT(*), and
-   * (c) serialises one provider's creates, so a concurrent duplicate referenceId waits and then fails on the
-   * unique constraint instead of racing. Creation times never go backwards within a provider.
+   * Stores a listing and its items, all or nothing. Bumping the provider's counter row (a) yields the listing's
+   * dense sequence number, (b) keeps recordCount exact without COUNT(*), and (c) serialises one provider's
+   * creates, so a concurrent duplicate referenceId waits and then fails on the unique constraint instead of
+   * racing. Creation times never go backwards within a provider.
    */
   async insert(listing: NewListing): Promise<{ listingId: string; expiresAtUnix: number }> {
-    const { providerId, input, nowMs } = listing
+    return this.database.dialect === 'postgres' ? this.#insertInOneStatement(listing) : this.#insertInTransaction(listing)
+  }
+
+  /**
+   * SQLite: one transaction of three statements. They run back to back on this thread (better-sqlite3 is
+   * synchronous), so the write lock is held only as long as the statements and the commit take.
+   */
+  async #insertInTransaction(listing: NewListing): Promise<{ listingId: string; expiresAtUnix: number }> {
+    const { providerId, nowMs } = listing
     const { dialect } = this.database
     return this.database.kysely.transaction().execute(async (trx) => {
       const counter = await trx
@@ -96,46 +147,55 @@ export class ListingRepository {
         .insertInto('listings')
         .values({
           id,
-          provider_id: providerId,
           seq: counter.listing_count,
-          reference_id: input.referenceId,
-          request_hash: listing.requestHash,
-          type: input.listingDetails.type,
-          discount_rate: input.listingDetails.discountRate,
-          is_assigned_to_driver: input.listingDetails.isAssignedToDriver ? 1 : 0,
-          latitude: input.location.latitude,
-          longitude: input.location.longitude,
-          brand_name_ar: input.brand.displayName.ar,
-          brand_name_en: input.brand.displayName.en,
-          brand_url_safe_name: input.brand.urlSafeName,
-          brand_image_url: input.brand.imageUrl,
           created_at_ms: createdAtMs,
           expires_at_unix: expiresAtUnix,
-          // The input price is what a page returns: at most 3 decimals, so it equals fromThousandths(stored).
-          items_json: itemsJson(
-            input.items.map(({ displayName, price, quantity, category }) => ({ nameAr: displayName.ar, nameEn: displayName.en, price, quantity, category })),
-          ),
+          ...listingColumns(listing),
         })
         .execute()
       await trx
         .insertInto('listing_items')
-        .values(
-          input.items.map((item, position) => ({
-            listing_id: id,
-            position,
-            name_ar: item.displayName.ar,
-            name_en: item.displayName.en,
-            url_safe_name: item.urlSafeName,
-            image_url: item.imageUrl ?? null,
-            category: item.category,
-            sub_category: item.subCategory,
-            price_thousandths: toThousandths(item.price),
-            quantity: item.quantity,
-          })),
-        )
+        .values(itemColumns(listing.input).map((item) => ({ listing_id: id, ...item })))
         .execute()
       return { listingId: id, expiresAtUnix }
     })
+  }
+
+  /**
+   * PostgreSQL: one statement (counter, listing and items as data-modifying CTEs; the listing id built in SQL
+   * by listingIdSql). The counter row's lock is held for one statement and its commit. As a transaction of
+   * separate statements it was also held across three round trips, each waiting its turn on our busy event
+   * loop: one provider's creates queued behind that lock (607/s at 1 item in the benchmark).
+   */
+  async #insertInOneStatement(listing: NewListing): Promise<{ listingId: string; expiresAtUnix: number }> {
+    const { providerId, nowMs, ttlSeconds } = listing
+    const columns = listingColumns(listing)
+    const names = (record: object) => sql.join(Object.keys(record).map((name) => sql.ref(name)))
+    const values = (record: object) => sql.join(Object.values(record).map((value) => sql`${value}`))
+    const items = itemColumns(listing.input)
+    const result = await sql<{ id: string; expires_at_unix: number }>`
+      with counter as (
+        update providers set
+          listing_count = listing_count + 1,
+          last_created_tick = case when last_created_ms >= ${nowMs} then last_created_tick + 1 else 0 end,
+          last_created_ms = greatest(last_created_ms, ${nowMs})
+        where id = ${providerId}
+        returning listing_count, last_created_ms, last_created_tick
+      ), listing as (
+        insert into listings (id, seq, created_at_ms, expires_at_unix, ${names(columns)})
+        select ${listingIdSql(sql.ref('last_created_ms'), sql.ref('last_created_tick'), listingIdRandomPart())},
+          listing_count, last_created_ms, last_created_ms / 1000 + ${ttlSeconds}, ${values(columns)}
+        from counter
+        returning id, expires_at_unix
+      ), items as (
+        insert into listing_items (listing_id, ${names(items[0] as object)})
+        select listing.id, ${names(items[0] as object)}
+        from listing cross join jsonb_to_recordset(${JSON.stringify(items)}::jsonb) as item(${ITEM_RECORD_TYPE})
+      )
+      select id, expires_at_unix from listing`.execute(this.database.kysely)
+    const [row] = result.rows
+    if (!row) throw new Error(`provider ${providerId} does not exist`)
+    return { listingId: row.id, expiresAtUnix: Number(row.expires_at_unix) }
   }
 
   /**
