@@ -53,7 +53,9 @@ export const ItemInput = Type.Object(
       minimum: 1,
       maximum: 1_000_000_000,
       multipleOf: 0.001,
-      description: 'Unit price, 1 to 1,000,000,000, at most 3 decimal places; stored and returned exactly (19.99 stays 19.99).',
+      description:
+        'Unit price, 1 to 1,000,000,000, at most 3 decimal places; stored and returned exactly (19.99 stays ' +
+        '19.99). `multipleOf` is meant decimally: validators that divide in floating point wrongly refuse 19.99.',
     }),
     quantity: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Units offered, 1 to 1,000,000.' }),
