@@ -6,6 +6,7 @@ import type { Database } from './db/connection.js'
 import { errorHandler, invalidRequest, notFoundHandler, Problem } from './errors.js'
 import { AccessLog } from './http/access-log.js'
 import { healthRoutes } from './http/health.js'
+import { documentBearerAuth, registerOpenApi } from './http/openapi.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import type { ImageCheck } from './images/check.js'
@@ -71,6 +72,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     reply.header('x-request-id', request.id)
   })
 
+  // First, so that the document generator sees every route registered after it.
+  await registerOpenApi(app)
   await app.register(healthRoutes, { database })
 
   let checkImages = deps.checkImages
@@ -90,6 +93,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticate(providers, clock))
+      api.addHook('onRoute', documentBearerAuth)
       // Its own 404 handler keeps unknown /api/v1 paths behind authentication too.
       api.setNotFoundHandler(notFoundHandler)
       await api.register(listingRoutes, {

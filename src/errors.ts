@@ -1,43 +1,105 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
 
-/** Every error the API returns, by its RFC 9457 `type` (contract §4). */
+/**
+ * Every error the API returns, by its RFC 9457 `type` (contract §4). `description` is what the OpenAPI document
+ * tells an integrator about when it happens.
+ */
 export const problemTypes = {
-  'invalid-request': { status: 400, title: 'Invalid request' },
-  'image-unavailable': { status: 400, title: 'Image unavailable' },
-  unauthorized: { status: 401, title: 'Unauthorized' },
-  'not-found': { status: 404, title: 'Not found' },
-  conflict: { status: 409, title: 'Conflict' },
-  'payload-too-large': { status: 413, title: 'Payload too large' },
-  'image-too-large': { status: 413, title: 'Image too large' },
-  'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
-  'unsupported-image-format': { status: 415, title: 'Unsupported image format' },
-  'rate-limited': { status: 429, title: 'Too many requests' },
-  internal: { status: 500, title: 'Internal server error' },
-  unavailable: { status: 503, title: 'Service unavailable' },
+  'invalid-request': {
+    status: 400,
+    title: 'Invalid request',
+    description: 'The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one.',
+  },
+  'image-unavailable': {
+    status: 400,
+    title: 'Image unavailable',
+    description:
+      'An image could not be fetched: DNS failure, refused, a non-2xx answer, more than 3 redirects, over ' +
+      'IMAGE_FETCH_TIMEOUT_MS, or a forbidden (private) address. `errors[]` points at every failing image.',
+  },
+  unauthorized: {
+    status: 401,
+    title: 'Unauthorized',
+    description: 'The Authorization header is missing or malformed, or names an unknown or revoked token.',
+  },
+  'not-found': { status: 404, title: 'Not found', description: 'No route has this method and path.' },
+  conflict: {
+    status: 409,
+    title: 'Conflict',
+    description: 'The referenceId is already used by one of your listings with a different body.',
+  },
+  'payload-too-large': { status: 413, title: 'Payload too large', description: 'The request body is over 1 MiB.' },
+  'image-too-large': {
+    status: 413,
+    title: 'Image too large',
+    description: 'An image is larger than IMAGE_MAX_BYTES (5 MiB by default). `errors[]` points at every failing image.',
+  },
+  'unsupported-media-type': {
+    status: 415,
+    title: 'Unsupported media type',
+    description: 'The request Content-Type is not application/json (in UTF-8).',
+  },
+  'unsupported-image-format': {
+    status: 415,
+    title: 'Unsupported image format',
+    description:
+      'An image is not JPEG, PNG, GIF or WebP, judged by its first bytes. `errors[]` points at every failing image.',
+  },
+  'rate-limited': {
+    status: 429,
+    title: 'Too many requests',
+    description: 'Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds.',
+  },
+  internal: {
+    status: 500,
+    title: 'Internal server error',
+    description: 'An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it.',
+  },
+  unavailable: { status: 503, title: 'Service unavailable', description: 'The database does not answer.' },
 } as const
 
 export type ProblemType = keyof typeof problemTypes
 
-export const ProblemDetailSchema = Type.Object({
-  pointer: Type.Optional(
-    Type.String({ description: 'RFC 6901 JSON Pointer into the request body ("" is the body itself)' }),
-  ),
-  parameter: Type.Optional(Type.String({ description: 'name of the offending query parameter' })),
-  detail: Type.String(),
-})
+export const ProblemDetailSchema = Type.Object(
+  {
+    pointer: Type.Optional(
+      Type.String({
+        description: 'RFC 6901 JSON Pointer into the request body ("" is the body itself); set for body problems.',
+        examples: ['/items/3/price'],
+      }),
+    ),
+    parameter: Type.Optional(
+      Type.String({ description: 'Name of the offending query parameter; set for query problems.', examples: ['limit'] }),
+    ),
+    detail: Type.String({ description: 'What is wrong with it, in English.', examples: ['must be >= 1'] }),
+  },
+  { description: 'One problem found: `pointer` or `parameter` says where, `detail` says what.' },
+)
 export type ProblemDetail = Static<typeof ProblemDetailSchema>
 
+const problemTypeList = Object.entries(problemTypes)
+  .map(([type, { status }]) => `\`/problems/${type}\` (${status})`)
+  .join(', ')
+
+/** The body of every error response (contract §4); the OpenAPI document shows it for every error status. */
 export const ProblemSchema = Type.Object(
   {
     success: Type.Literal(false),
-    type: Type.String({ examples: ['/problems/invalid-request'] }),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    errors: Type.Optional(Type.Array(ProblemDetailSchema)),
+    type: Type.String({
+      description: `Identifies the kind of problem: ${problemTypeList}.`,
+      examples: ['/problems/invalid-request'],
+    }),
+    title: Type.String({ description: 'Short summary of the problem type; the same for every occurrence.' }),
+    status: Type.Integer({ description: 'The HTTP status code of this response.' }),
+    detail: Type.String({ description: 'What went wrong this time, in English.' }),
+    errors: Type.Optional(
+      Type.Array(ProblemDetailSchema, {
+        description: 'Every problem found, not only the first (validation, conflicts, image checks).',
+      }),
+    ),
   },
-  { description: 'RFC 9457 problem details' },
+  { description: 'RFC 9457 problem details, sent as application/problem+json.' },
 )
 export type ProblemBody = Static<typeof ProblemSchema>
 

@@ -1,0 +1,82 @@
+import { readFileSync } from 'node:fs'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance, RouteOptions } from 'fastify'
+import { addProblemResponses, type OpenApiDocument } from './problem-responses.js'
+
+/**
+ * GET /openapi.json (OpenAPI 3.1) and GET /docs (Swagger UI, its assets served from node_modules, so it works
+ * offline). The document is generated from the routes' own schemas, the ones that validate requests and
+ * serialise responses; nothing here repeats a shape.
+ */
+
+const BEARER = 'bearerAuth'
+
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+
+const description = `Restaurants, bakeries and shops post time-limited discounted listings (a brand, a location, a
+discount and 1–100 items named in Arabic and English) and page through their own listings.
+
+**Authentication.** Every \`/api/v1\` operation needs \`Authorization: Bearer lst_…\`. A token is printed once
+by \`listing-service provider create\` or \`listing-service token create\` and can be revoked with
+\`listing-service token revoke\`. A missing, malformed, unknown or revoked token is \`401\`.
+
+**Errors.** Every error is \`application/problem+json\` (RFC 9457, the \`Problem\` schema). \`errors[]\` lists
+every problem found, not only the first: \`pointer\` is a JSON Pointer into the request body, \`parameter\` names
+a query parameter. A path no route serves is \`404\` \`/problems/not-found\`.
+
+**Retries.** \`referenceId\` makes a create safe to retry: the same body again answers \`200\` with the original
+listing; a different body with the same \`referenceId\` is \`409\`.
+
+**Request ids.** Every response carries \`X-Request-Id\`: the one you sent (1–128 visible ASCII characters), or a
+generated one.`
+
+/** A JSON success response with its own description and named examples (for the document only). */
+export function jsonResponse(description: string, schema: object, examples: Record<string, unknown> = {}) {
+  const named = Object.fromEntries(Object.entries(examples).map(([name, value]) => [name, { value }]))
+  return { description, content: { 'application/json': { schema, examples: named } } }
+}
+
+/** onRoute hook for the routes behind authenticate(): they need the bearer token and can answer 401. */
+export function documentBearerAuth(route: RouteOptions): void {
+  route.schema = {
+    ...route.schema,
+    security: [{ [BEARER]: [] }],
+    'x-problems': ['unauthorized', ...(route.schema?.['x-problems'] ?? [])],
+  }
+}
+
+/** Registers the generator (before any route, so that it sees them all), /openapi.json and /docs. */
+export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'listing-service', version, description },
+      // Relative: the API is on the host that served this document, wherever it is deployed.
+      servers: [{ url: '/', description: 'The host that served this document' }],
+      tags: [
+        { name: 'listings', description: 'Create listings and page through your own' },
+        { name: 'operations', description: 'Probes for load balancers and orchestrators; no token needed' },
+      ],
+      components: {
+        securitySchemes: {
+          [BEARER]: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'lst_ followed by 43 base64url characters',
+            description: '`Authorization: Bearer lst_…`, a token from `listing-service provider create` or `token create`.',
+          },
+        },
+      },
+    },
+    // OpenAPI 3.1 schemas are JSON Schema 2020-12, so `const` stays as the validator reads it.
+    convertConstToEnum: false,
+    transformObject: (document) => {
+      if (!('openapiObject' in document)) return document.swaggerObject
+      addProblemResponses(document.openapiObject as OpenApiDocument)
+      return document.openapiObject
+    },
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs', theme: { title: 'listing-service API' } })
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+}

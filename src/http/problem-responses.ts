@@ -1,0 +1,126 @@
+import { invalidRequest, Problem, PROBLEM_CONTENT_TYPE, ProblemSchema, problemTypes, type ProblemType } from '../errors.js'
+
+/**
+ * The error responses of the OpenAPI document. A route names the problem types it can answer with in its
+ * schema's `x-problems`; the document then shows, for each of their statuses, an application/problem+json
+ * response with the one Problem schema (errors.ts) and an example of each type.
+ *
+ * They are added to the document only, never to the routes' `response` schemas: Fastify serialises a reply
+ * with the response schema of its status, so a 4xx schema there would re-serialise every problem the error
+ * handler sends through fast-json-stringify, dropping any member the schema does not list.
+ */
+
+declare module 'fastify' {
+  interface FastifySchema {
+    /** The problem types this route can answer with (errors.ts); documentation only. */
+    'x-problems'?: readonly ProblemType[]
+  }
+}
+
+/** What the error handler sends for each type, as the document's examples: made by the same Problem class. */
+const problemExamples: Record<ProblemType, Problem> = {
+  'invalid-request': invalidRequest([
+    { pointer: '/items/0/price', detail: 'must be >= 1' },
+    { pointer: '/listingDetails/discountRate', detail: 'must be <= 1' },
+  ]),
+  'image-unavailable': new Problem('image-unavailable', 'the server answered HTTP 404', {
+    errors: [{ pointer: '/items/0/imageUrl', detail: 'the server answered HTTP 404' }],
+  }),
+  unauthorized: new Problem('unauthorized', 'the token is unknown or has been revoked'),
+  'not-found': new Problem('not-found', 'no route for GET /api/v1/listings'),
+  conflict: new Problem('conflict', 'referenceId is already used by one of your listings with a different body', {
+    errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
+  }),
+  'payload-too-large': new Problem('payload-too-large', 'request body is larger than 1 MiB'),
+  'image-too-large': new Problem('image-too-large', 'image is 7.3 MB; the limit is 5 MiB', {
+    errors: [{ pointer: '/brand/imageUrl', detail: 'image is 7.3 MB; the limit is 5 MiB' }],
+  }),
+  'unsupported-media-type': new Problem('unsupported-media-type', 'Content-Type must be application/json'),
+  'unsupported-image-format': new Problem(
+    'unsupported-image-format',
+    'content is image/bmp; accepted: jpg, png, gif, webp',
+    { errors: [{ pointer: '/items/1/imageUrl', detail: 'content is image/bmp; accepted: jpg, png, gif, webp' }] },
+  ),
+  'rate-limited': new Problem('rate-limited', 'more than 600 requests in a minute; retry after 12 seconds'),
+  internal: new Problem('internal', 'an unexpected error occurred; quote the X-Request-Id'),
+  unavailable: new Problem('unavailable', 'the database does not answer'),
+}
+
+// An operation without a body can only be wrong in its query: its 400 example names a parameter.
+const queryExample = invalidRequest([{ parameter: 'limit', detail: 'must be <= 50' }])
+
+/** Headers the error handler sets for a type, beyond X-Request-Id. */
+const problemHeaders: Partial<Record<ProblemType, Record<string, object>>> = {
+  unauthorized: {
+    'WWW-Authenticate': {
+      description: 'RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token.',
+      schema: { type: 'string' },
+    },
+  },
+}
+
+/** The parts of an OpenAPI 3.1 document this module reads and writes. */
+interface Response {
+  description: string
+  headers?: Record<string, object>
+  content?: Record<string, object>
+}
+interface Operation {
+  requestBody?: object
+  responses?: Record<string, Response>
+  'x-problems'?: readonly ProblemType[]
+}
+export interface OpenApiDocument {
+  components?: Record<string, Record<string, object> | undefined>
+  paths?: Record<string, Record<string, Operation> | undefined>
+}
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+function problemResponse(types: ProblemType[], operation: Operation): Response {
+  const examples: Record<string, object> = {}
+  for (const type of types) {
+    const example = type === 'invalid-request' && !operation.requestBody ? queryExample : problemExamples[type]
+    examples[type] = { summary: problemTypes[type].title, value: example.toBody() }
+  }
+  const response: Response = {
+    description: types.map((type) => `\`/problems/${type}\`: ${problemTypes[type].description}`).join('\n\n'),
+    content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' }, examples } },
+  }
+  const headers = Object.assign({}, ...types.map((type) => problemHeaders[type] ?? {}))
+  if (Object.keys(headers).length > 0) response.headers = headers
+  return response
+}
+
+/**
+ * @fastify/swagger `transformObject`: turns each operation's `x-problems` into its error responses, and gives
+ * every response the X-Request-Id header (contract §4: always on the response).
+ */
+export function addProblemResponses(document: OpenApiDocument): void {
+  const components = (document.components ??= {})
+  components.schemas = { ...components.schemas, Problem: structuredClone(ProblemSchema) }
+  components.headers = {
+    ...components.headers,
+    'X-Request-Id': {
+      description: 'Yours when you sent one of 1–128 visible ASCII characters, generated otherwise; quote it when reporting a problem.',
+      schema: { type: 'string' },
+    },
+  }
+  for (const pathItem of Object.values(document.paths ?? {})) {
+    for (const method of HTTP_METHODS) {
+      const operation = pathItem?.[method]
+      if (!operation) continue
+      const responses = (operation.responses ??= {})
+      const byStatus = new Map<number, ProblemType[]>()
+      for (const type of operation['x-problems'] ?? []) {
+        const { status } = problemTypes[type]
+        byStatus.set(status, [...(byStatus.get(status) ?? []), type])
+      }
+      delete operation['x-problems']
+      for (const [status, types] of byStatus) responses[status] = problemResponse(types, operation)
+      for (const response of Object.values(responses)) {
+        response.headers = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' }, ...response.headers }
+      }
+    }
+  }
+}

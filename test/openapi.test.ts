@@ -1,0 +1,352 @@
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { after, before, describe, test } from 'node:test'
+import { compileErrors, dereference, validate } from '@readme/openapi-parser'
+import type { FastifyInstance } from 'fastify'
+import { sql } from 'kysely'
+import { problemTypes, type ProblemType } from '../src/errors.js'
+import { createAjv } from '../src/http/validation.js'
+import { fixtureImages, listingBody } from './fixtures.js'
+import { startService, type Response, type TestService } from './helper.js'
+import { assertProblem } from './http-support.js'
+
+// GET /openapi.json and GET /docs (contract §8): the document is valid OpenAPI 3.1, its examples are what the
+// service accepts and answers, and every route and every error a route can answer with is in it.
+
+const CREATE = 'POST /api/v1/listing/create'
+const LIST = 'GET /api/v1/listing'
+const READY = 'GET /readyz'
+const ONE_MIB = 1024 * 1024
+
+// The document is walked generically; `any` keeps that readable.
+type Document = any
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+/** Every operation of the document as "METHOD /path" with the operation itself. */
+function operationsOf(document: Document): Array<[route: string, operation: any]> {
+  return Object.entries(document.paths ?? {}).flatMap(([path, item]: [string, any]) =>
+    HTTP_METHODS.filter((method) => item[method]).map((method): [string, any] => [`${method.toUpperCase()} ${path}`, item[method]]),
+  )
+}
+
+/** Every example of a media type object: `example` and each `examples` entry's `value`, by name. */
+function examplesOf(media: any): Array<[name: string, value: unknown]> {
+  const examples: Array<[string, unknown]> = Object.entries(media.examples ?? {}).map(([name, example]: [string, any]) => [
+    name,
+    example.value,
+  ])
+  if (media.example !== undefined) examples.push(['example', media.example])
+  return examples
+}
+
+// The service's own Ajv: the same custom formats and the exact multipleOf its validator uses.
+const ajv = createAjv()
+
+/** Asserts that `value` matches `schema`, a schema of the dereferenced document. */
+function assertMatches(schema: object, value: unknown, context: string): void {
+  const check = ajv.compile(schema)
+  // Ajv fills defaults in what it validates: the value itself stays as it is.
+  assert.ok(check(structuredClone(value)), `${context}: ${ajv.errorsText(check.errors)}`)
+}
+
+/**
+ * Every route the app serves, as "METHOD /path", read from Fastify's route tree (it has no other public list):
+ * each line is a path segment indented four characters per level, with its methods in parentheses.
+ */
+function registeredRoutes(app: FastifyInstance): string[] {
+  const segments: string[] = []
+  const routes: string[] = []
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = /^([│ ]*)[├└]── (.*?)(?: \(([^)]*)\))?$/.exec(line)
+    if (!match) continue
+    segments.length = (match[1] as string).length / 4
+    segments.push(match[2] as string)
+    for (const method of (match[3] ?? '').split(', ')) {
+      if (/^[A-Z]+$/.test(method)) routes.push(`${method} ${segments.join('')}`)
+    }
+  }
+  return routes
+}
+
+async function fetchDocument(service: TestService): Promise<Document> {
+  // No token: the document is public.
+  const response = await service.request('GET', '/openapi.json')
+  assert.equal(response.status, 200, response.text)
+  assert.match(response.headers.get('content-type') ?? '', /^application\/json/)
+  return response.body
+}
+
+// ---- the error statuses each route can answer with ---------------------------------------------------------------
+
+interface Provocation {
+  route: string
+  send(service: TestService, token: string): Promise<Response>
+  /** Breaks the service's database first; such a provocation gets a service of its own. */
+  breakDatabase?(service: TestService, token: string): Promise<void>
+}
+
+const withImage = (url: string) => listingBody({ brand: { ...listingBody().brand, imageUrl: url } })
+
+/** A table every create writes: without it a create fails with an unexpected error. */
+const dropItems = (service: TestService) => sql`drop table listing_items`.execute(service.database.kysely).then(() => {})
+
+/** A column every non-empty page reads (pages read no item rows): renamed, a page fails unexpectedly. */
+const renamePageColumn = (service: TestService) =>
+  sql`alter table listings rename column items_json to items_json_gone`.execute(service.database.kysely).then(() => {})
+
+/**
+ * How to make each route answer with each problem type it can answer with. Keyed by every problem type, so a new
+ * type does not compile here until the test knows which routes answer with it; the test then checks that the
+ * document describes exactly these, no more and no fewer.
+ */
+const provocations: Record<ProblemType, Provocation[]> = {
+  'invalid-request': [
+    { route: CREATE, send: (service, token) => service.create(token, {}) },
+    { route: LIST, send: (service, token) => service.list(token, '?limit=51') },
+  ],
+  'image-unavailable': [
+    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) },
+  ],
+  unauthorized: [
+    { route: CREATE, send: (service) => service.request('POST', '/api/v1/listing/create', { json: listingBody() }) },
+    { route: LIST, send: (service) => service.request('GET', '/api/v1/listing') },
+  ],
+  // Answered for paths no route serves, so no documented route answers with it.
+  'not-found': [],
+  conflict: [
+    {
+      route: CREATE,
+      async send(service, token) {
+        const first = listingBody()
+        assert.equal((await service.create(token, first)).status, 201)
+        return service.create(token, { ...first, location: { latitude: 0, longitude: 0 } })
+      },
+    },
+  ],
+  'payload-too-large': [
+    {
+      route: CREATE,
+      send: (service, token) =>
+        service.request('POST', '/api/v1/listing/create', {
+          token,
+          raw: JSON.stringify(listingBody()).padEnd(ONE_MIB + 1),
+          headers: { 'content-type': 'application/json' },
+        }),
+    },
+  ],
+  'image-too-large': [
+    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/size/6000000'))) },
+  ],
+  'unsupported-media-type': [
+    {
+      route: CREATE,
+      send: (service, token) =>
+        service.request('POST', '/api/v1/listing/create', {
+          token,
+          raw: JSON.stringify(listingBody()),
+          headers: { 'content-type': 'text/plain' },
+        }),
+    },
+  ],
+  'unsupported-image-format': [
+    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/tiny.pdf'))) },
+  ],
+  // The rate limiter is not built yet (README, Configuration): no route answers 429 today.
+  'rate-limited': [],
+  internal: [
+    { route: CREATE, breakDatabase: dropItems, send: (service, token) => service.create(token, listingBody()) },
+    {
+      route: LIST,
+      async breakDatabase(service, token) {
+        assert.equal((await service.create(token, listingBody())).status, 201)
+        await renamePageColumn(service)
+      },
+      send: (service, token) => service.list(token),
+    },
+  ],
+  unavailable: [
+    {
+      route: READY,
+      breakDatabase: (service) => service.database.close(),
+      send: (service) => service.request('GET', '/readyz'),
+    },
+  ],
+}
+
+/** Sends a provocation, on a service of its own when it breaks the database. */
+async function provoke(service: TestService, provocation: Provocation): Promise<Response> {
+  if (!provocation.breakDatabase) return provocation.send(service, (await service.newProvider()).token)
+  const broken = await startService('sqlite')
+  try {
+    const { token } = await broken.newProvider()
+    await provocation.breakDatabase(broken, token)
+    return await provocation.send(broken, token)
+  } finally {
+    // Closing a database twice is harmless; the readiness provocation has already closed it.
+    await broken.close()
+  }
+}
+
+// The document does not depend on the dialect, so one SQLite service serves every test here.
+describe('GET /openapi.json and GET /docs', () => {
+  const service = {} as TestService
+  // Example image URLs name public hosts this machine cannot reach; images are checked after validation, so
+  // accepting every image here keeps these tests about the document, not the network.
+  const acceptingImages = {} as TestService
+  let document: Document
+
+  before(async () => {
+    Object.assign(service, await startService('sqlite'))
+    Object.assign(acceptingImages, await startService('sqlite', { checkImages: async () => {} }))
+    document = await fetchDocument(service)
+  })
+  after(async () => {
+    await service.close?.()
+    await acceptingImages.close?.()
+  })
+
+  test('is OpenAPI 3.1 that an OpenAPI parser validates, with info, servers, summaries and descriptions', async () => {
+    assert.equal(document.openapi, '3.1.0')
+    const result = await validate(structuredClone(document))
+    assert.ok(result.valid, compileErrors(result))
+    assert.ok(document.info.description.length > 0)
+    assert.ok(document.servers.length > 0)
+    for (const [route, operation] of operationsOf(document)) {
+      assert.ok(operation.summary, `${route} has no summary`)
+      assert.ok(operation.description, `${route} has no description`)
+      assert.ok(operation.operationId, `${route} has no operationId`)
+    }
+  })
+
+  test('describes every route but its own, /api/v1 ones with the bearer scheme; /openapi.json and /docs need no token', async () => {
+    const documentation = / \/(openapi\.json|docs)(\/|$)/
+    const routes = registeredRoutes(service.app).filter((route) => !route.startsWith('HEAD ') && !documentation.test(route))
+    // The route tree was read: the two API routes are among what it lists.
+    assert.ok(routes.includes(CREATE) && routes.includes(LIST), routes.join('\n'))
+    const scheme = document.components.securitySchemes.bearerAuth
+    assert.deepEqual({ type: scheme.type, scheme: scheme.scheme }, { type: 'http', scheme: 'bearer' })
+    const documented = new Map(operationsOf(document))
+    for (const route of routes) {
+      const operation = documented.get(route)
+      assert.ok(operation, `${route} is not in the document`)
+      const security = route.includes(' /api/v1/') ? [{ bearerAuth: [] }] : []
+      assert.deepEqual(operation.security, security, route)
+    }
+    assert.ok(![...documented.keys()].some((route) => documentation.test(route)))
+    assert.equal((await service.request('GET', '/docs')).status, 200)
+  })
+
+  test('each operation, sent with its request examples, succeeds with a documented response matching its schema', async () => {
+    const resolved = await dereference(structuredClone(document))
+    for (const [route, operation] of operationsOf(resolved)) {
+      const [method, path] = route.split(' ') as [string, string]
+      const query = new URLSearchParams()
+      for (const parameter of operation.parameters ?? []) {
+        assert.notEqual(parameter.example, undefined, `${route}: parameter ${parameter.name} has no example`)
+        query.set(parameter.name, String(parameter.example))
+      }
+      const search = query.size > 0 ? `?${query}` : ''
+      const bodies = examplesOf(operation.requestBody?.content?.['application/json'] ?? {})
+      if (operation.requestBody) assert.ok(bodies.length > 0, `${route} has no request example`)
+      const token = (operation.security ?? []).length > 0 ? (await acceptingImages.newProvider()).token : undefined
+      for (const [name, body] of bodies.length > 0 ? bodies : [['no body', undefined] as const]) {
+        const response = await acceptingImages.request(method, `${path}${search}`, { token, json: body })
+        const context = `${route}${search} (${name}): ${response.status} ${response.text.slice(0, 500)}`
+        assert.ok([200, 201].includes(response.status), context)
+        const media = operation.responses[response.status]?.content?.['application/json']
+        assert.ok(media, `the document does not describe ${context}`)
+        assertMatches(media.schema, response.body, context)
+      }
+    }
+  })
+
+  test('every response has an example, and every example matches its response schema', async () => {
+    const resolved = await dereference(structuredClone(document))
+    for (const [route, operation] of operationsOf(resolved)) {
+      for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
+        assert.ok(response.content, `${route} ${status} has no content`)
+        for (const [mediaType, media] of Object.entries(response.content) as Array<[string, any]>) {
+          const examples = examplesOf(media)
+          assert.ok(examples.length > 0, `${route} ${status} ${mediaType} has no example`)
+          for (const [name, example] of examples) assertMatches(media.schema, example, `${route} ${status} example ${name}`)
+        }
+      }
+    }
+  })
+
+  test('documents, for each route, exactly the error statuses it answers with, each as a Problem', async () => {
+    assert.deepEqual(Object.keys(provocations).sort(), Object.keys(problemTypes).sort())
+    const { components } = await dereference(structuredClone(document))
+    const provoked = new Set<string>()
+    for (const [type, list] of Object.entries(provocations) as Array<[ProblemType, Provocation[]]>) {
+      const { status } = problemTypes[type]
+      for (const provocation of list) {
+        const response = await provoke(service, provocation)
+        assertProblem(response, status, type)
+        assertMatches(components.schemas.Problem, response.body, `${provocation.route} ${type}`)
+        provoked.add(`${provocation.route} ${status} ${type}`)
+      }
+    }
+    const documented = new Set<string>()
+    for (const [route, operation] of operationsOf(document)) {
+      for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
+        const problem = response.content?.['application/problem+json']
+        if (Number(status) < 400) {
+          assert.equal(problem, undefined, `${route} ${status}`)
+          continue
+        }
+        assert.ok(problem, `${route} ${status} is not application/problem+json`)
+        assert.deepEqual(problem.schema, { $ref: '#/components/schemas/Problem' }, `${route} ${status}`)
+        for (const name of Object.keys(problem.examples)) documented.add(`${route} ${status} ${name}`)
+      }
+    }
+    const undocumented = [...provoked].filter((answer) => !documented.has(answer))
+    const neverAnswered = [...documented].filter((answer) => !provoked.has(answer))
+    assert.deepEqual({ undocumented, neverAnswered }, { undocumented: [], neverAnswered: [] })
+  })
+
+  test('GET /docs is an HTML page whose assets all come from the service', async () => {
+    const page = await service.request('GET', '/docs')
+    assert.equal(page.status, 200)
+    assert.match(page.headers.get('content-type') ?? '', /^text\/html/)
+    const { host } = new URL(service.baseUrl)
+    const assets = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1] as string)
+    assert.ok(assets.length >= 3, page.text)
+    for (const asset of assets) {
+      const url = new URL(asset, `${service.baseUrl}/docs`)
+      assert.equal(url.host, host, `${asset} is not served by the service`)
+      const response = await fetch(url)
+      assert.equal(response.status, 200, `${asset}: ${response.status}`)
+      const text = await response.text()
+      // A stylesheet could still pull fonts or images from elsewhere.
+      if (asset.endsWith('.css')) assert.doesNotMatch(text, /url\(\s*["']?(https?:)?\/\/|@import/, asset)
+    }
+    // The page loads the document from beside itself: the same one /openapi.json serves.
+    const initializer = await service.request('GET', '/docs/static/swagger-initializer.js')
+    assert.match(initializer.text, /resolveUrl\('\.\/json'\)/)
+    assert.deepEqual((await service.request('GET', '/docs/json')).body, document)
+  })
+
+  test("Redocly's recommended ruleset reports no error", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'))
+    try {
+      const file = join(dir, 'openapi.json')
+      writeFileSync(file, JSON.stringify(document, null, 2))
+      // Offline and quiet: no usage telemetry, no update check.
+      const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }
+      const args = ['--no-install', 'redocly', 'lint', file, '--extends', 'recommended', '--format', 'json']
+      // redocly exits non-zero when it finds errors; its JSON report on stdout says which.
+      const { stdout } = await promisify(execFile)('npx', args, { env, timeout: 60_000 }).catch((error) => error)
+      const report = JSON.parse(stdout)
+      const errors = report.problems.filter((problem: { severity: string }) => problem.severity === 'error')
+      assert.equal(report.totals.errors, 0, JSON.stringify(errors, null, 2))
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
