@@ -16,10 +16,11 @@ export interface RunningService {
 /**
  * The service as `npm start` runs it (dist/), on a fresh SQLite file unless DATABASE_URL is given. On an empty
  * database the demo provider's token is read from the banner; on a seeded one, pass the seeded token.
+ * `dist` runs another build instead, e.g. an earlier commit's, to measure a change in one run.
  */
-export async function startService(env: Record<string, string> = {}, token?: string): Promise<RunningService> {
+export async function startService(env: Record<string, string> = {}, token?: string, dist = join(ROOT, 'dist')): Promise<RunningService> {
   const dir = mkdtempSync(join(tmpdir(), 'listing-bench-'))
-  const child = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve'], {
+  const child = spawn(process.execPath, [join(dist, 'cli/main.js'), 'serve'], {
     env: {
       PATH: process.env.PATH,
       PORT: '0',

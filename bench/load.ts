@@ -34,6 +34,12 @@ export interface LoadResult {
 export interface LoadOptions {
   connections: number
   durationS: number
+  /**
+   * Requests per second for the whole run, instead of as many as the server answers. Latency targets hold "at
+   * a rate": at saturation every connection queues and p50 is connections ÷ throughput by Little's law. wrk
+   * has no rate control, so a fixed rate always runs on autocannon.
+   */
+  rate?: number
 }
 
 export const loadTool: 'wrk' | 'autocannon' = (() => {
@@ -47,7 +53,7 @@ export const loadTool: 'wrk' | 'autocannon' = (() => {
 })()
 
 export function runLoad(baseUrl: string, kinds: RequestKind[], options: LoadOptions): Promise<LoadResult> {
-  return loadTool === 'wrk' ? runWrk(baseUrl, kinds, options) : runAutocannon(baseUrl, kinds, options)
+  return loadTool === 'wrk' && options.rate === undefined ? runWrk(baseUrl, kinds, options) : runAutocannon(baseUrl, kinds, options)
 }
 
 /** A Lua long string: bodies go in verbatim (UTF-8 bytes, quotes and all). */
@@ -120,7 +126,7 @@ async function runWrk(baseUrl: string, kinds: RequestKind[], { connections, dura
   }
 }
 
-async function runAutocannon(baseUrl: string, kinds: RequestKind[], { connections, durationS }: LoadOptions): Promise<LoadResult> {
+async function runAutocannon(baseUrl: string, kinds: RequestKind[], { connections, durationS, rate }: LoadOptions): Promise<LoadResult> {
   const nonce = randomUUID().slice(0, 8)
   const total = kinds.reduce((sum, kind) => sum + kind.weight, 0)
   let n = 0
@@ -129,6 +135,7 @@ async function runAutocannon(baseUrl: string, kinds: RequestKind[], { connection
     connections,
     duration: durationS,
     timeout: 5,
+    ...(rate === undefined ? {} : { overallRate: rate }),
     requests: [
       {
         setupRequest: (request) => {
