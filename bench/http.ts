@@ -18,7 +18,7 @@ import { openDatabase } from '../src/db/connection.js'
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
 import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
-import { machine, ROOT, rssBytes, startService, writeResult, type RunningService } from './lib.js'
+import { listingBody, machine, ROOT, rssBytes, startService, writeResult, type RunningService } from './lib.js'
 import { seed } from './seed.js'
 
 const { values: args } = parseArgs({
@@ -45,26 +45,9 @@ interface Row {
 }
 
 function createBody(images: ImageServer, itemCount: number): string {
-  return JSON.stringify({
-    referenceId: UNIQUE,
-    location: { latitude: 24.7136, longitude: 46.6753 },
-    brand: {
-      displayName: { ar: 'مخبز الصباح', en: 'Morning Bakery' },
-      urlSafeName: 'morning-bakery',
-      imageUrl: images.url('/img/brand.png'),
-    },
-    listingDetails: { discountRate: 0.4, type: 'timed' },
-    items: Array.from({ length: itemCount }, (_, i) => ({
-      displayName: { ar: `كرواسون ${i}`, en: `Croissant ${i}` },
-      urlSafeName: `croissant-${i}`,
-      category: 'product',
-      subCategory: 'main_dish',
-      price: 7.5 + i,
-      quantity: 12,
-      // Distinct per item, the same on every create: after the first create they come from the cache.
-      ...(itemCount > 1 ? { imageUrl: images.url(`/img/item-${i}.png`) } : {}),
-    })),
-  })
+  // With several items, each has its own image, the same on every create: after the first they come from the cache.
+  const itemImages = itemCount > 1 ? Array.from({ length: itemCount }, (_, i) => images.url(`/img/item-${i}.png`)) : [undefined]
+  return JSON.stringify(listingBody(UNIQUE, images.url('/img/brand.png'), itemImages))
 }
 
 async function startCeiling(pageBytes: Buffer): Promise<{ baseUrl: string; stop(): void }> {

@@ -8,29 +8,14 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startImageServer } from '../test/image-server.js'
-import { machine, percentile, rssBytes, startService, writeResult, type RunningService } from './lib.js'
+import { listingBody, machine, percentile, rssBytes, startService, writeResult, type RunningService } from './lib.js'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 20)
 const MB = 1_000_000
 
 const images = await startImageServer()
 
-function listing(brandUrl: string, itemUrls: Array<string | undefined>) {
-  return {
-    referenceId: randomUUID(),
-    location: { latitude: 24.7, longitude: 46.7 },
-    brand: { displayName: { ar: 'مطعم', en: 'Restaurant' }, urlSafeName: 'restaurant', imageUrl: brandUrl },
-    listingDetails: { discountRate: 0.5 },
-    items: itemUrls.map((imageUrl, i) => ({
-      displayName: { ar: `طبق ${i}`, en: `Dish ${i}` },
-      urlSafeName: `dish-${i}`,
-      category: 'product',
-      subCategory: 'main_dish',
-      price: 10 + i,
-      ...(imageUrl ? { imageUrl } : {}),
-    })),
-  }
-}
+const listing = (brandUrl: string, itemUrls: Array<string | undefined>) => listingBody(randomUUID(), brandUrl, itemUrls)
 
 async function create(service: RunningService, body: unknown): Promise<number> {
   const response = await fetch(`${service.baseUrl}/api/v1/listing/create`, {

@@ -83,3 +83,25 @@ export function writeResult(name: string | undefined, markdown: string): string 
   writeFileSync(path, markdown)
   return path
 }
+
+/**
+ * A create body with one item per entry of `itemImageUrls` (undefined: an item without an image), Arabic and
+ * English names throughout. Both benchmarks send these.
+ */
+export function listingBody(referenceId: string, brandImageUrl: string, itemImageUrls: Array<string | undefined>) {
+  return {
+    referenceId,
+    location: { latitude: 24.7136, longitude: 46.6753 },
+    brand: { displayName: { ar: 'مخبز الصباح', en: 'Morning Bakery' }, urlSafeName: 'morning-bakery', imageUrl: brandImageUrl },
+    listingDetails: { discountRate: 0.4, type: 'timed' },
+    items: itemImageUrls.map((imageUrl, i) => ({
+      displayName: { ar: `كرواسون ${i}`, en: `Croissant ${i}` },
+      urlSafeName: `croissant-${i}`,
+      category: 'product',
+      subCategory: 'main_dish',
+      price: 7.5 + i,
+      quantity: 12,
+      ...(imageUrl ? { imageUrl } : {}),
+    })),
+  }
+}

@@ -1,13 +1,14 @@
 /**
  * Fills a database with one provider's listings, fast, straight through the tables (the HTTP path would take
- * minutes per 100k). Rows have the shape the service writes: dense seq 1..N, creation times that never go
- * backwards, ULIDs ordered within a millisecond, three items with Arabic and English names, the provider's
- * counters matching. The service then starts on this database as it would on a real one.
+ * minutes per 100k). The columns come from the repository's own listingColumns and itemColumns, so the rows
+ * are what the service writes; seq is dense 1..N, one listing per millisecond, and the provider's counters
+ * match. The service then starts on this database as it would on a real one.
  */
 import type { Database } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
 import { listingId } from '../src/ids.js'
-import { itemsJson } from '../src/listings/page-json.js'
+import { itemColumns, listingColumns } from '../src/listings/repository.js'
+import type { CreateListingInput } from '../src/listings/schemas.js'
 import { ProviderRepository } from '../src/providers/repository.js'
 
 export interface Seeded {
@@ -17,60 +18,57 @@ export interface Seeded {
 
 /** Rows per INSERT: under SQLite's and PostgreSQL's bound-parameter limits for the widest table. */
 const BATCH = 1000
-const ITEMS = [
-  { nameAr: 'كرواسون بالزبدة', nameEn: 'Butter croissant', urlSafeName: 'butter-croissant', price: 7.5, quantity: 10 },
-  { nameAr: 'قهوة عربية', nameEn: 'Arabic coffee', urlSafeName: 'arabic-coffee', price: 8.75, quantity: 11 },
-  { nameAr: 'كعكة التمر', nameEn: 'Date cake', urlSafeName: 'date-cake', price: 10, quantity: 12 },
-].map((item) => ({ ...item, category: 'product' as const }))
-const ITEMS_JSON = itemsJson(ITEMS)
+const TTL_SECONDS = 7200
+
+/** Every seeded listing is this one, under its own referenceId: three items named in Arabic and English. */
+const LISTING: CreateListingInput = {
+  referenceId: '',
+  location: { latitude: 24.7136, longitude: 46.6753 },
+  brand: {
+    displayName: { ar: 'مخبز الصباح', en: 'Morning Bakery' },
+    urlSafeName: 'morning-bakery',
+    imageUrl: 'https://images.example.com/brand.png',
+  },
+  listingDetails: { discountRate: 0.3, type: 'timed', isAssignedToDriver: false },
+  items: [
+    ['كرواسون بالزبدة', 'Butter croissant', 'butter-croissant', 7.5],
+    ['قهوة عربية', 'Arabic coffee', 'arabic-coffee', 8.75],
+    ['كعكة التمر', 'Date cake', 'date-cake', 10],
+  ].map(([ar, en, urlSafeName, price], i) => ({
+    displayName: { ar: ar as string, en: en as string },
+    urlSafeName: urlSafeName as string,
+    category: 'product' as const,
+    subCategory: 'main_dish' as const,
+    price: price as number,
+    quantity: 10 + i,
+  })),
+}
 
 export async function seed(database: Database, count: number, onProgress?: (done: number) => void): Promise<Seeded> {
   await migrate(database)
   const startMs = Date.now() - count // one listing per millisecond, the newest now
   const provider = await new ProviderRepository(database).create({ name: 'Bench Bakery', industry: 'bakery' }, startMs)
+  const items = itemColumns(LISTING)
 
   await database.kysely.transaction().execute(async (trx) => {
     for (let first = 1; first <= count; first += BATCH) {
       const listings = []
-      const items = []
+      const listingItems = []
       for (let seq = first; seq < Math.min(first + BATCH, count + 1); seq++) {
         const createdAtMs = startMs + seq
         const id = listingId(createdAtMs, 0)
-        const own = ITEMS.map((item, position) => ({
-          listing_id: id,
-          position,
-          name_ar: item.nameAr,
-          name_en: item.nameEn,
-          url_safe_name: item.urlSafeName,
-          image_url: null,
-          category: item.category,
-          sub_category: 'main_dish',
-          price_thousandths: Math.round(item.price * 1000),
-          quantity: item.quantity,
-        }))
-        items.push(...own)
+        const input = { ...LISTING, referenceId: `seed-${seq}` }
         listings.push({
           id,
-          provider_id: provider.id,
           seq,
-          reference_id: `seed-${seq}`,
-          request_hash: 'seeded',
-          type: seq % 2 ? 'timed' : 'priority_timed',
-          discount_rate: 0.3,
-          is_assigned_to_driver: 0,
-          latitude: 24.7136,
-          longitude: 46.6753,
-          brand_name_ar: 'مخبز الصباح',
-          brand_name_en: 'Morning Bakery',
-          brand_url_safe_name: 'morning-bakery',
-          brand_image_url: 'https://images.example.com/brand.png',
           created_at_ms: createdAtMs,
-          expires_at_unix: Math.floor(createdAtMs / 1000) + 7200,
-          items_json: ITEMS_JSON,
+          expires_at_unix: Math.floor(createdAtMs / 1000) + TTL_SECONDS,
+          ...listingColumns({ providerId: provider.id, input, requestHash: 'seeded', nowMs: createdAtMs, ttlSeconds: TTL_SECONDS }),
         })
+        listingItems.push(...items.map((item) => ({ listing_id: id, ...item })))
       }
       await trx.insertInto('listings').values(listings).execute()
-      await trx.insertInto('listing_items').values(items).execute()
+      await trx.insertInto('listing_items').values(listingItems).execute()
       onProgress?.(first + listings.length - 1)
     }
     await trx

@@ -42,7 +42,10 @@ const pgTypes = {
   },
 }
 
-/** Distinct SQL texts kept prepared; the service issues a few dozen (IN lists of different lengths vary). */
+/**
+ * Distinct SQL texts kept prepared. The service issues about 150 at most: the fixed ones, one items insert per
+ * item count (1–100) and one IN list per length of the rolling-deploy fallback (1–50).
+ */
 const STATEMENT_CACHE_SIZE = 256
 
 /**
@@ -70,8 +73,9 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
  * Kysely sends every PostgreSQL query unnamed, so the server parses and plans it on every execution; on a page
  * request that planning took the CPU the server shares with us. Naming each parameterised statement after its
  * SQL text lets each connection prepare it once and reuse it (pg remembers which names a connection has
- * prepared). Query shapes are few and fixed (a few hundred at most, from IN lists and item counts), so the
- * statements kept per connection stay bounded. Statements without parameters (BEGIN, COMMIT, DDL) go as they are.
+ * prepared). Query shapes are few and fixed (the create is one statement for any item count; only the
+ * rolling-deploy fallback's IN list varies, 1–50), so the statements kept per connection stay bounded.
+ * Statements without parameters (BEGIN, COMMIT, DDL) go as they are.
  */
 function withNamedStatements(pool: pg.Pool): PostgresPool {
   const names = new Map<string, string>()

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely'
 /**
  * listings.items_json: each listing's items exactly as GET /api/v1/listing returns them, written with the
  * listing. A page then reads 10 rows and no item rows: turning 30 item rows into JavaScript objects was most of
- * the cost of a page. listing_items stays the complete record; this column is a copy for reading.
+ * the SQL time of a page. listing_items stays the complete record; this column is a copy for reading.
  * Nullable, and the reader falls back to listing_items where it is NULL: an instance of the previous version
  * may still be writing during a rolling deploy.
  */
