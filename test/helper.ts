@@ -11,6 +11,7 @@ import { openDatabase, type Database, type DialectName } from '../src/db/connect
 import { migrate } from '../src/db/migrate.js'
 import type { ImageCheck } from '../src/images/check.js'
 import { ProviderRepository } from '../src/providers/repository.js'
+import { ResponseConformance } from './conformance.js'
 
 export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
@@ -162,6 +163,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   const providers = new ProviderRepository(database)
   let providerCount = 0
+  let conformance: Promise<ResponseConformance> | undefined
 
   async function request(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { ...opts.headers }
@@ -173,7 +175,10 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     }
     const response = await fetch(`${address}${path}`, { method, headers, body: body as BodyInit | undefined })
     const text = await response.text()
-    return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
+    const answer = { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
+    conformance ??= ResponseConformance.load(address)
+    ;(await conformance).check(method, path, answer)
+    return answer
   }
 
   return {

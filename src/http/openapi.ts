@@ -23,7 +23,8 @@ by \`listing-service provider create\` or \`listing-service token create\` and c
 
 **Errors.** Every error is \`application/problem+json\` (RFC 9457, the \`Problem\` schema). \`errors[]\` lists
 every problem found, not only the first: \`pointer\` is a JSON Pointer into the request body, \`parameter\` names
-a query parameter. A path no route serves is \`404\` \`/problems/not-found\`.
+a query parameter. A path no route serves is \`404\` \`/problems/not-found\`; under \`/api/v1\` the token is checked
+first, so without a valid one such a path answers \`401\`.
 
 **Retries.** \`referenceId\` makes a create safe to retry: the same body again answers \`200\` with the original
 listing; a different body with the same \`referenceId\` is \`409\`.

@@ -1,0 +1,78 @@
+import { AssertionError } from 'node:assert'
+import { dereference } from '@readme/openapi-parser'
+import type { ValidateFunction } from 'ajv'
+import { createAjv } from '../src/http/validation.js'
+import type { Response } from './helper.js'
+
+/**
+ * Issue 6's "validating proxy": every response a test receives through the helper's client is checked against
+ * the OpenAPI document the service itself serves, so the whole suite fails on any answer (status, media type or
+ * body) the document does not describe. Prism would do this as a real proxy, but it needs Node 24; checking in
+ * the client sees exactly the same bytes without a second hop.
+ */
+
+// The document is walked generically; `any` keeps that readable.
+type Document = any
+
+const NOT_DOCUMENTED = /^\/docs(\/|$)|^\/openapi\.json$/
+
+/**
+ * A path no route serves is 404; under /api/v1 the scope's hooks run first (the document's description says so),
+ * so such a request can also be refused as a route would be: no valid token, over the rate limit, no database.
+ */
+function undocumentedStatuses(path: string): number[] {
+  return path === '/api/v1' || path.startsWith('/api/v1/') ? [401, 404, 429, 503] : [404]
+}
+
+export class ResponseConformance {
+  readonly #document: Document
+  // The service's own Ajv: the same custom formats and the exact multipleOf its validator uses.
+  readonly #ajv = createAjv()
+  readonly #validators = new Map<string, ValidateFunction>()
+
+  private constructor(document: Document) {
+    this.#document = document
+  }
+
+  /** Fetches the document from the running service, as a proxy built from it would load it. */
+  static async load(baseUrl: string): Promise<ResponseConformance> {
+    const response = await fetch(`${baseUrl}/openapi.json`)
+    if (response.status !== 200) throw new Error(`GET /openapi.json answered ${response.status}`)
+    return new ResponseConformance(await dereference(await response.json()))
+  }
+
+  /** Throws an AssertionError naming the request when the document does not describe `response`. */
+  check(method: string, url: string, response: Response): void {
+    const path = url.split('?')[0] as string
+    if (method === 'HEAD' || NOT_DOCUMENTED.test(path)) return
+    const context = `${method} ${url} → ${response.status} ${response.text.slice(0, 300)}`
+    const operation = this.#document.paths?.[path]?.[method.toLowerCase()]
+    if (!operation) {
+      // No route serves it: a generic answer with a Problem body.
+      const allowed = undocumentedStatuses(path)
+      this.#expect(allowed.includes(response.status), `no documented operation, yet the answer is not ${allowed.join('/')}: ${context}`)
+      this.#matches('Problem', this.#document.components.schemas.Problem, response, context)
+      return
+    }
+    const documented = operation.responses?.[String(response.status)] ?? operation.responses?.default
+    this.#expect(documented !== undefined, `status ${response.status} is not documented: ${context}`)
+    const mediaType = (response.headers.get('content-type') ?? '').split(';')[0]?.trim() ?? ''
+    const media = documented.content?.[mediaType]
+    this.#expect(media !== undefined, `media type "${mediaType}" is not documented: ${context}`)
+    if (mediaType.endsWith('json')) {
+      this.#matches(`${method} ${path} ${response.status} ${mediaType}`, media.schema, response, context)
+    }
+  }
+
+  #matches(key: string, schema: object, response: Response, context: string): void {
+    let validate = this.#validators.get(key)
+    if (!validate) this.#validators.set(key, (validate = this.#ajv.compile(schema)))
+    // Ajv fills defaults in what it validates: check a copy.
+    const valid = validate(structuredClone(response.body))
+    this.#expect(valid, `the body does not match the documented schema (${this.#ajv.errorsText(validate.errors)}): ${context}`)
+  }
+
+  #expect(condition: boolean, message: string): asserts condition {
+    if (!condition) throw new AssertionError({ message: `OpenAPI conformance: ${message}` })
+  }
+}
