@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# Multi-stage: the build stage has the compilers better-sqlite3 needs (it builds from source); the runtime stage
+# has only Node, the built service and its production dependencies, and runs as the unprivileged `node` user.
+
+FROM node:20-bookworm-slim AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json ./
+COPY src ./src
+# npm ci runs `prepare`, which builds dist/; pruning afterwards keeps the compiled better-sqlite3 addon.
+RUN npm ci && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATABASE_URL=sqlite:/data/listings.db
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# The default SQLite database lives on a volume the unprivileged user owns; PostgreSQL deployments ignore it.
+RUN mkdir /data && chown node:node /data
+VOLUME /data
+USER node
+EXPOSE 3000
+# Liveness only: /readyz (database reachable) is for the load balancer, so a database outage does not make the
+# orchestrator restart every healthy instance.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Node is PID 1 and handles SIGTERM itself: it drains in-flight requests and exits 0 (contract §8).
+CMD ["node", "dist/cli/main.js", "serve"]
