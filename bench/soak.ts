@@ -1,0 +1,152 @@
+/**
+ * Issue 5's soak, `npm run test:soak`: the mixed load of bench:http (90% page 1, 10% create with one item) at
+ * about 70% of the maximum measured in the same run, for --duration seconds (300 by default) in windows of
+ * --window seconds, with the service's RSS sampled every second. It passes (exit 0) when:
+ *   - no request failed (non-2xx, socket error or timeout);
+ *   - RSS at the end is within 10% of RSS after the first window (the warm-up);
+ *   - p99 is stable: no window's p99 is over twice the median window's p99 (with a 5 ms floor: sub-millisecond
+ *     noise is not instability).
+ * Results go to bench/results/<date>-soak.md. Run it on a quiet machine; it is a benchmark, never part of npm test.
+ *
+ *   npm run test:soak                              both databases, 5 minutes each
+ *   npm run test:soak -- --duration 60 --dialects sqlite
+ */
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { openDatabase } from '../src/db/connection.js'
+import { createTestDatabase } from '../test/helper.js'
+import { startImageServer } from '../test/image-server.js'
+import { listingBody, machine, percentile, rssBytes, startService, writeResult } from './lib.js'
+import { runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
+import { seed } from './seed.js'
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '300' },
+    window: { type: 'string', default: '30' },
+    share: { type: 'string', default: '0.7' },
+    listings: { type: 'string', default: '10000' },
+    connections: { type: 'string', default: '50' },
+    dialects: { type: 'string', default: 'sqlite,postgres' },
+  },
+})
+const DURATION_S = Number(args.duration)
+const WINDOW_S = Number(args.window)
+const SHARE = Number(args.share)
+const LISTINGS = Number(args.listings)
+const CONNECTIONS = Number(args.connections)
+const MIB = 1024 * 1024
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+interface Verdict {
+  lines: string[]
+  passed: boolean
+}
+
+async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<Verdict | undefined> {
+  let databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'listing-soak-')), 'soak.db')}`
+  let drop = async () => {}
+  if (dialect === 'postgres') {
+    const fresh = await createTestDatabase('postgres').catch((error: Error) => console.warn(`PostgreSQL: ${error.message}; skipped`))
+    if (!fresh) return undefined
+    ;({ url: databaseUrl, drop } = fresh)
+  }
+  const database = openDatabase(databaseUrl)
+  const seeded = await seed(database, LISTINGS, () => {})
+  await database.close()
+  const service = await startService({ DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, seeded.token)
+  const pid = service.child.pid as number
+  const auth = { authorization: `Bearer ${service.token}` }
+  const mix: RequestKind[] = [
+    { weight: 9, method: 'GET', path: '/api/v1/listing?page=1&limit=10', headers: auth },
+    {
+      weight: 1,
+      method: 'POST',
+      path: '/api/v1/listing/create',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify(listingBody(UNIQUE, imageUrl, [undefined])),
+    },
+  ]
+  try {
+    await runLoad(service.baseUrl, mix, { connections: CONNECTIONS, durationS: 3 })
+    const maximum = await runLoad(service.baseUrl, mix, { connections: CONNECTIONS, durationS: 10 })
+    const rate = Math.round(maximum.rps * SHARE)
+    console.error(`${dialect}: maximum ${maximum.rps.toFixed(0)} req/s (${maximum.tool}); soaking at ${rate} req/s for ${DURATION_S} s`)
+
+    const rss: number[] = []
+    let running = true
+    const sampler = (async () => {
+      while (running) {
+        rss.push(rssBytes(pid))
+        await sleep(1000)
+      }
+    })()
+    const windows: LoadResult[] = []
+    const rssAtWindowEnd: number[] = []
+    for (let elapsed = 0; elapsed < DURATION_S; elapsed += WINDOW_S) {
+      windows.push(await runLoad(service.baseUrl, mix, { connections: CONNECTIONS, durationS: Math.min(WINDOW_S, DURATION_S - elapsed), rate }))
+      rssAtWindowEnd.push(rssBytes(pid))
+      const last = windows.at(-1) as LoadResult
+      console.error(`  window ${windows.length}: ${last.rps.toFixed(0)} req/s, p99 ${last.p99Ms} ms, failures ${last.failures}`)
+    }
+    running = false
+    await sampler
+
+    const failures = windows.reduce((sum, w) => sum + w.failures, 0)
+    const requests = windows.reduce((sum, w) => sum + w.requests, 0)
+    const afterWarmup = rssAtWindowEnd[0] as number
+    const end = rssAtWindowEnd.at(-1) as number
+    const growth = (end - afterWarmup) / afterWarmup
+    const p99s = windows.map((w) => w.p99Ms)
+    const medianP99 = percentile(p99s, 50)
+    const worstP99 = Math.max(...p99s)
+    const p99Bound = Math.max(2 * medianP99, 5)
+    const checks = [
+      { name: 'no failures', ok: failures === 0, value: `${failures} of ${requests}` },
+      { name: 'RSS growth after warm-up < 10%', ok: growth < 0.1, value: `${(afterWarmup / MIB).toFixed(1)} → ${(end / MIB).toFixed(1)} MiB (${(100 * growth).toFixed(1)}%), peak ${(Math.max(...rss) / MIB).toFixed(1)} MiB` },
+      { name: 'worst window p99 ≤ 2× median (floor 5 ms)', ok: worstP99 <= p99Bound, value: `median ${medianP99} ms, worst ${worstP99} ms` },
+    ]
+    const lines = [
+      `## ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'} — ${LISTINGS.toLocaleString('en-US')} seeded listings`,
+      '',
+      `Maximum of the mix: ${maximum.rps.toFixed(0)} req/s (${maximum.tool}, ${CONNECTIONS} connections, 10 s). Soak at ${rate} req/s ` +
+        `(${(100 * SHARE).toFixed(0)}%) for ${DURATION_S} s with autocannon: ${requests.toLocaleString('en-US')} requests.`,
+      '',
+      '| window | req/s | p50 | p99 | failures | RSS at end |',
+      '|---:|---:|---:|---:|---:|---:|',
+      ...windows.map((w, i) => `| ${i + 1} | ${w.rps.toFixed(0)} | ${w.p50Ms} ms | ${w.p99Ms} ms | ${w.failures} | ${((rssAtWindowEnd[i] as number) / MIB).toFixed(1)} MiB |`),
+      '',
+      ...checks.map((c) => `- ${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.value}`),
+      '',
+    ]
+    return { lines, passed: checks.every((c) => c.ok) }
+  } finally {
+    await service.stop()
+    await drop()
+  }
+}
+
+const images = await startImageServer()
+const sections = [
+  `# Soak — ${new Date().toISOString()}`,
+  '',
+  `Machine: ${machine()}. Command: \`npm run test:soak -- --duration ${DURATION_S} --window ${WINDOW_S} --share ${SHARE} --listings ${LISTINGS} --dialects ${args.dialects}\`.`,
+  '',
+]
+let passed = true
+try {
+  for (const dialect of (args.dialects as string).split(',') as Array<'sqlite' | 'postgres'>) {
+    const verdict = await soak(dialect, images.url('/img/brand.png'))
+    if (!verdict) continue
+    passed &&= verdict.passed
+    sections.push(...verdict.lines)
+    console.log(verdict.lines.join('\n'))
+  }
+} finally {
+  await images.close()
+}
+console.log(`written to ${writeResult('soak', sections.join('\n'))}`)
+process.exitCode = passed ? 0 : 1
