@@ -8,8 +8,8 @@ listing_http_requests_total{method="GET",route="unmatched",status="404"} 3
 `
 
 /**
- * Counts and times every answered request (onResponse, on the root, so it sees every route and both 404
- * handlers), and serves GET /metrics. Call before the routes are registered.
+ * Counts and times every answered request, and serves GET /metrics. The onResponse hook sits on the root
+ * context, so every route sees it, the 404 handlers included, whichever plugin registered them.
  */
 export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
   app.addHook('onResponse', (request, reply, done) => {
