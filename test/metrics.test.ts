@@ -8,7 +8,8 @@ import { PreparedQuery } from '../src/db/prepared-query.js'
 import { queryOperation, type QueryOperation } from '../src/db/query-operation.js'
 import { Metrics } from '../src/metrics.js'
 import { fixtureImages, listingBody } from './fixtures.js'
-import { describeEachDialect, type TestProvider, type TestService } from './helper.js'
+import { createTestDatabase, describeEachDialect, type TestProvider, type TestService } from './helper.js'
+import { startServer } from './process.js'
 import { parseExposition, samplesOf, valueOf, type Exposition } from './prometheus-text.js'
 
 // GET /metrics (contract §8): requests by route and status, image probes by outcome, database query latency,
@@ -185,4 +186,27 @@ test('the rate-limit store error counter counts each error it is told of', async
   metrics.countRateLimitStoreError(new Error('timeout'))
   const { text } = await metrics.exposition()
   assert.equal(valueOf(parseExposition(text), 'listing_rate_limit_store_errors_total'), 2)
+})
+
+test('the service as npm start runs it measures its database queries from start-up on, and never shows the demo token', async (t) => {
+  const database = await createTestDatabase('sqlite')
+  const server = await startServer({ DATABASE_URL: database.url })
+  t.after(async () => {
+    await server.stop('SIGKILL')
+    await database.drop()
+  })
+  const [token] = server.printedTokens()
+  assert.ok(token, server.stdout())
+  const page = await fetch(`${server.baseUrl}${LIST}`, { headers: { authorization: `Bearer ${token}` } })
+  assert.equal(page.status, 200)
+  const response = await fetch(`${server.baseUrl}/metrics`)
+  assert.equal(response.status, 200)
+  const text = await response.text()
+  const exposition = parseExposition(text)
+  // The migrations and the demo provider's rows were written before the app was built: server.ts gave
+  // openDatabase the observer of the same Metrics that /metrics serves.
+  assert.ok((valueOf(exposition, `${QUERY_DURATION}_count`, { operation: 'insert' }) as number) >= 2, text)
+  assert.ok((valueOf(exposition, `${QUERY_DURATION}_count`, { operation: 'select' }) as number) >= 2, text)
+  assert.equal(valueOf(exposition, REQUESTS, { method: 'GET', route: LIST, status: '200' }), 1)
+  assert.ok(!text.includes(token) && !text.includes(token.slice(4)), 'the demo token is in /metrics')
 })
