@@ -6,6 +6,7 @@ import type { Database } from './db/connection.js'
 import { errorHandler, invalidRequest, notFoundHandler, Problem } from './errors.js'
 import { AccessLog } from './http/access-log.js'
 import { healthRoutes } from './http/health.js'
+import { registerMetrics } from './http/metrics-route.js'
 import { documentBearerAuth, registerOpenApi } from './http/openapi.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
@@ -13,6 +14,7 @@ import type { ImageCheck } from './images/check.js'
 import { ImageProber } from './images/prober.js'
 import { ListingRepository } from './listings/repository.js'
 import { listingRoutes } from './listings/routes.js'
+import { Metrics } from './metrics.js'
 import { authenticate } from './providers/authenticate.js'
 import { ProviderRepository } from './providers/repository.js'
 
@@ -24,6 +26,8 @@ export interface AppDependencies {
   checkImages?: ImageCheck
   /** A pino logger; none means silent (tests). */
   logger?: FastifyBaseLogger
+  /** The process's metrics, also given to openDatabase; none makes new ones (without database query times). */
+  metrics?: Metrics
 }
 
 /** Request bodies above this are refused with 413 before they are read (contract §5). */
@@ -36,6 +40,7 @@ const CLIENT_REQUEST_ID = /^[\x21-\x7E]{1,128}$/
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
   const { config, database } = deps
   const clock = deps.clock ?? systemClock
+  const metrics = deps.metrics ?? new Metrics()
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -74,6 +79,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   // First, so that the document generator sees every route registered after it.
   await registerOpenApi(app)
+  registerMetrics(app, metrics)
   await app.register(healthRoutes, { database })
 
   let checkImages = deps.checkImages
@@ -83,6 +89,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       timeoutMs: config.IMAGE_FETCH_TIMEOUT_MS,
       policy: config.IMAGE_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       clock,
+      observer: metrics.imageProbes,
     })
     app.addHook('onClose', () => prober.close())
     checkImages = prober.check

@@ -4,6 +4,7 @@ import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { openDatabase } from './db/connection.js'
 import { migrate } from './db/migrate.js'
+import { Metrics } from './metrics.js'
 import { ProviderRepository, type IssuedToken } from './providers/repository.js'
 
 /** Contract §8: in-flight requests get this long to finish after SIGTERM/SIGINT before the process gives up. */
@@ -44,8 +45,10 @@ export async function serve(): Promise<void> {
       'IMAGE_ALLOW_PRIVATE_NETWORKS=true: image URLs may reach loopback and private networks. Development and tests only.',
     )
   }
+  const metrics = new Metrics()
   const database = openDatabase(config.DATABASE_URL, {
     onPoolError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
+    observeQuery: metrics.observeQuery,
   })
   let app: FastifyInstance | undefined
 
@@ -74,7 +77,7 @@ export async function serve(): Promise<void> {
   const demo =
     database.dialect === 'sqlite' ? await new ProviderRepository(database).createDemoIfNone(Date.now()) : undefined
 
-  app = await buildApp({ config, database, logger })
+  app = await buildApp({ config, database, logger, metrics })
   if (stopping) return
   const address = await app.listen({ port: config.PORT, host: config.HOST })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).

@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../src/config.js'
 import { openDatabase, type Database, type DialectName } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
 import type { ImageCheck } from '../src/images/check.js'
+import { Metrics } from '../src/metrics.js'
 import { ProviderRepository } from '../src/providers/repository.js'
 import { ResponseConformance } from './conformance.js'
 
@@ -156,10 +157,12 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     IMAGE_ALLOW_PRIVATE_NETWORKS: 'true',
     ...options.env,
   })
-  const database = openDatabase(config.DATABASE_URL)
+  // Wired as server.ts wires them, so the service under test measures its database queries too.
+  const metrics = new Metrics()
+  const database = openDatabase(config.DATABASE_URL, { observeQuery: metrics.observeQuery })
   await migrate(database)
   const clock = testClock()
-  const app = await buildApp({ config, database, clock, checkImages: options.checkImages })
+  const app = await buildApp({ config, database, clock, checkImages: options.checkImages, metrics })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   const providers = new ProviderRepository(database)
   let providerCount = 0

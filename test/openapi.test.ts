@@ -258,9 +258,11 @@ describe('GET /openapi.json and GET /docs', () => {
         const response = await acceptingImages.request(method, `${path}${search}`, { token, json: body })
         const context = `${route}${search} (${name}): ${response.status} ${response.text.slice(0, 500)}`
         assert.ok([200, 201].includes(response.status), context)
-        const media = operation.responses[response.status]?.content?.['application/json']
-        assert.ok(media, `the document does not describe ${context}`)
-        assertMatches(media.schema, response.body, context)
+        // JSON for the API; the Prometheus text of /metrics is text/plain.
+        const mediaType = response.headers.get('content-type')?.split(';')[0] ?? ''
+        const media = operation.responses[response.status]?.content?.[mediaType]
+        assert.ok(media, `the document does not describe ${context} as ${mediaType}`)
+        assertMatches(media.schema, mediaType === 'application/json' ? response.body : response.text, context)
       }
     }
   })

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto'
 import {
   Kysely,
   PostgresDialect,
+  type KyselyConfig,
   SqliteDialect,
   type PostgresPool,
   type PostgresPoolClient,
@@ -12,6 +13,7 @@ import {
   type SqliteStatement,
 } from 'kysely'
 import pg from 'pg'
+import { queryOperation, type QueryOperation } from './query-operation.js'
 import type { Tables } from './tables.js'
 
 export type DialectName = 'sqlite' | 'postgres'
@@ -103,11 +105,23 @@ function withNamedStatements(pool: pg.Pool): PostgresPool {
 export interface OpenOptions {
   /** Called for errors on idle PostgreSQL connections, which would otherwise crash the process. */
   onPoolError?: (error: Error) => void
+  /** Told the operation and duration of every query, failed ones included (the /metrics histogram). */
+  observeQuery?: (operation: QueryOperation, seconds: number) => void
+}
+
+/**
+ * Kysely's log hook sees every query run on a connection it hands out: the query builder, `sql` templates,
+ * PreparedQuery's executeQuery, transactions and migrations alike. Without an observer, no hook, no cost.
+ */
+function queryLog(observe: OpenOptions['observeQuery']): KyselyConfig['log'] {
+  if (!observe) return undefined
+  return (event) => observe(queryOperation(event.query), event.queryDurationMillis / 1000)
 }
 
 /** The one place that chooses a dialect. */
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const target = parseDatabaseUrl(url)
+  const log = queryLog(options.observeQuery)
   switch (target.dialect) {
     case 'sqlite': {
       if (target.path !== ':memory:') mkdirSync(dirname(target.path), { recursive: true })
@@ -118,7 +132,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       sqlite.pragma('foreign_keys = ON')
       // Another process (a second instance, the CLI) may hold the write lock briefly: wait, don't fail.
       sqlite.pragma('busy_timeout = 5000')
-      const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) })
+      const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log })
       return { kysely, dialect: 'sqlite', close: () => kysely.destroy() }
     }
     case 'postgres': {
@@ -130,7 +144,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
         connectionTimeoutMillis: 5000,
       })
       pool.on('error', (error) => options.onPoolError?.(error))
-      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }) })
+      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }), log })
       return { kysely, dialect: 'postgres', close: () => kysely.destroy() }
     }
   }

@@ -14,6 +14,16 @@ export type ProbeResult =
   | { ok: true; format: ImageFormat; bytes: number }
   | { ok: false; type: ProbeFailureType; detail: string }
 
+export type ProbeOutcome = 'ok' | ProbeFailureType
+
+/** Told what the prober does, for metrics; the prober itself knows nothing of how they are kept. */
+export interface ProbeObserver {
+  /** An image was fetched and judged, taking `seconds` (waiting for a free slot excluded). */
+  probed(outcome: ProbeOutcome, seconds: number): void
+  /** A verdict given without fetching: a recent success from the cache, or a fetch of the URL already under way. */
+  reused(source: 'cache' | 'in-flight'): void
+}
+
 export interface ImageProberOptions {
   /** Largest accepted image, inclusive (IMAGE_MAX_BYTES). */
   maxBytes: number
@@ -26,6 +36,7 @@ export interface ImageProberOptions {
   perRequestConcurrency?: number
   /** Probes of the whole process running at once. */
   processConcurrency?: number
+  observer?: ProbeObserver
 }
 
 const MAX_REDIRECTS = 3
@@ -88,7 +99,8 @@ function errorCode(error: unknown): string | undefined {
  * and every image has one time budget.
  */
 export class ImageProber {
-  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy'>>
+  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer'>>
+  readonly #observer: ProbeObserver | undefined
   readonly #agent: Agent
   readonly #processSlots: Semaphore
   readonly #cache = new TtlCache<ProbeResult & { ok: true }>(CACHE_ENTRIES, CACHE_TTL_MS)
@@ -108,6 +120,7 @@ export class ImageProber {
       keepAliveTimeout: 4000,
     })
     this.#processSlots = new Semaphore(this.#options.processConcurrency)
+    this.#observer = options.observer
   }
 
   /**
@@ -138,18 +151,31 @@ export class ImageProber {
   /** One image's verdict: from the cache of recent successes, a probe under way, or a new probe. */
   probe(url: string): Promise<ProbeResult> {
     const cached = this.#cache.get(url, this.#options.clock())
-    if (cached) return Promise.resolve(cached)
-    let probe = this.#inFlight.get(url)
-    if (!probe) {
-      probe = this.#processSlots.run(() => this.#probeOnce(url))
-      this.#inFlight.set(url, probe)
-      void probe.finally(() => this.#inFlight.delete(url))
+    if (cached) {
+      this.#observer?.reused('cache')
+      return Promise.resolve(cached)
     }
+    let probe = this.#inFlight.get(url)
+    if (probe) {
+      this.#observer?.reused('in-flight')
+      return probe
+    }
+    probe = this.#processSlots.run(() => this.#timedProbe(url))
+    this.#inFlight.set(url, probe)
+    void probe.finally(() => this.#inFlight.delete(url))
     return probe
   }
 
   async close(): Promise<void> {
     await this.#agent.close()
+  }
+
+  async #timedProbe(url: string): Promise<ProbeResult> {
+    // Wall time, not the injected clock: the clock dates cache entries, and tests hold it still.
+    const started = performance.now()
+    const result = await this.#probeOnce(url)
+    this.#observer?.probed(result.ok ? 'ok' : result.type, (performance.now() - started) / 1000)
+    return result
   }
 
   async #probeOnce(url: string): Promise<ProbeResult> {

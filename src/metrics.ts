@@ -1,0 +1,114 @@
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
+import type { QueryOperation } from './db/query-operation.js'
+import type { ProbeObserver, ProbeOutcome } from './images/prober.js'
+
+const PROBE_OUTCOMES: readonly ProbeOutcome[] = ['ok', 'image-unavailable', 'image-too-large', 'unsupported-image-format']
+const REUSE_SOURCES = ['cache', 'in-flight'] as const
+const QUERY_OPERATIONS: readonly QueryOperation[] = ['select', 'insert', 'update', 'delete', 'other']
+
+/** The route label of requests no route matched: a raw URL would let any client create label values at will. */
+export const UNMATCHED_ROUTE = 'unmatched'
+
+/**
+ * Every metric the service exposes on GET /metrics (contract §8), in a registry of its own rather than
+ * prom-client's global one, so that several apps in one process (the tests) never share or collide.
+ * Label values are bounded and say nothing about callers: a route template, a status, an outcome, an
+ * operation; never a URL, provider id or token.
+ */
+export class Metrics {
+  readonly registry = new Registry()
+
+  readonly #requests = new Counter({
+    name: 'listing_http_requests_total',
+    help: 'HTTP requests answered, by method, route template ("unmatched" when no route matched) and status code.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  })
+
+  readonly #requestDuration = new Histogram({
+    name: 'listing_http_request_duration_seconds',
+    help: 'Time from receiving a request to finishing its response, by method, route template and status code.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  })
+
+  readonly #probes = new Counter({
+    name: 'listing_image_probes_total',
+    help: 'Images fetched and judged, by outcome: ok, image-unavailable, image-too-large, unsupported-image-format.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  })
+
+  readonly #probeDuration = new Histogram({
+    name: 'listing_image_probe_duration_seconds',
+    help: 'Time to fetch and judge one image (connect, redirects and body; not the wait for a free slot), by outcome.',
+    labelNames: ['outcome'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  })
+
+  readonly #probeReuses = new Counter({
+    name: 'listing_image_probe_reuses_total',
+    help: 'Image verdicts given without a fetch: "cache" (a success of the last 10 minutes) or "in-flight" (joined a fetch of the same URL under way).',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  })
+
+  readonly #queryDuration = new Histogram({
+    name: 'listing_db_query_duration_seconds',
+    help: 'Database query time, failed queries included, by operation: select, insert, update, delete, other (DDL, BEGIN, COMMIT…).',
+    labelNames: ['operation'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  })
+
+  readonly #rateLimitStoreErrors = new Counter({
+    name: 'listing_rate_limit_store_errors_total',
+    help: 'Errors of the shared rate-limit store (Redis).',
+    registers: [this.registry],
+  })
+
+  constructor() {
+    // process_* and nodejs_*: CPU, memory, file descriptors, event loop lag, GC, under their standard names.
+    collectDefaultMetrics({ register: this.registry })
+    // Known label values start at 0, so a rate over them exists before their first event.
+    for (const outcome of PROBE_OUTCOMES) {
+      this.#probes.inc({ outcome }, 0)
+      this.#probeDuration.zero({ outcome })
+    }
+    for (const source of REUSE_SOURCES) this.#probeReuses.inc({ source }, 0)
+    for (const operation of QUERY_OPERATIONS) this.#queryDuration.zero({ operation })
+  }
+
+  /** One answered request. `route` is a route template or UNMATCHED_ROUTE. */
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status }
+    this.#requests.inc(labels)
+    this.#requestDuration.observe(labels, seconds)
+  }
+
+  /** The ImageProber's observer. */
+  readonly imageProbes: ProbeObserver = {
+    probed: (outcome: ProbeOutcome, seconds: number) => {
+      this.#probes.inc({ outcome })
+      this.#probeDuration.observe({ outcome }, seconds)
+    },
+    reused: (source: (typeof REUSE_SOURCES)[number]) => this.#probeReuses.inc({ source }),
+  }
+
+  /** openDatabase's observeQuery. */
+  readonly observeQuery = (operation: QueryOperation, seconds: number): void => {
+    this.#queryDuration.observe({ operation }, seconds)
+  }
+
+  /** Fits the rate limiter's onStoreError; the error itself is the limiter's to log. */
+  readonly countRateLimitStoreError = (_error?: unknown): void => {
+    this.#rateLimitStoreErrors.inc()
+  }
+
+  /** The Prometheus text exposition of every metric, and its Content-Type. */
+  async exposition(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() }
+  }
+}
