@@ -179,7 +179,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     const response = await fetch(`${address}${path}`, { method, headers, body: body as BodyInit | undefined })
     const text = await response.text()
     const answer = { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
-    conformance ??= ResponseConformance.load(address)
+    conformance ??= ResponseConformance.load(app)
     ;(await conformance).check(method, path, answer)
     return answer
   }
