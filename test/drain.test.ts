@@ -199,121 +199,127 @@ function assertUnavailable(answer: Answer, what: string): void {
   assert.ok(answer.headers['x-request-id'], `${what}: X-Request-Id`)
 }
 
-for (const dialect of dialects) {
-  describe(`SIGTERM drains [${dialect}]`, () => {
-    test('10 creates of 50 items waiting on image probes all answer 201 and are stored; exit 0 within 10 s', async () => {
+// Each test has its own database, process and image server, and mostly waits: they run side by side.
+describe('drain', { concurrency: true }, () => {
+  for (const dialect of dialects) {
+    describe(`SIGTERM drains [${dialect}]`, () => {
+      test('10 creates of 50 items waiting on image probes all answer 201 and are stored; exit 0 within 10 s', async () => {
+        const images = await startHeldImageServer()
+        const { database, token } = await databaseWithProvider(dialect)
+        const server = await startServer({ DATABASE_URL: database.url })
+        const agent = new Agent({ keepAlive: true })
+        after(() => agent.destroy())
+        try {
+          const readyz = await openConnection(server.port, '/readyz')
+          const list = await openConnection(server.port, '/api/v1/listing', { authorization: `Bearer ${token}` })
+          const healthz = await openConnection(server.port, '/healthz')
+          assert.deepEqual([readyz.first.status, list.first.status, healthz.first.status], [200, 200, 200])
+
+          const bodies = Array.from({ length: 10 }, (_, n) => slowBody(images, `drain-${n}`, 50))
+          const creates = bodies.map((body) => create(server, agent, token, body))
+          // Awaited below; until then a failure elsewhere must be reported as itself, not as their hang-up.
+          for (const pending of creates) pending.catch(() => {})
+          // 64 is the prober's process-wide limit of probes at once: creates fill it, the rest queue behind.
+          while (images.held() < 64) await sleep(20)
+          await sleep(300)
+
+          server.child.kill('SIGTERM')
+          const signalledAt = Date.now()
+          await server.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('draining'))
+
+          assert.equal(await refusal(server.port), 'ECONNREFUSED', 'no new connection during the drain')
+          assertUnavailable(await readyz.finish(), 'GET /readyz during the drain')
+          assertUnavailable(await list.finish(), 'GET /api/v1/listing during the drain')
+          const alive = await healthz.finish()
+          assert.equal(alive.status, 200, 'GET /healthz: the process still runs')
+          assert.equal(alive.headers.connection, 'close')
+
+          // The probes have now waited 1.5 s or more; the rest of each create's images answer at once.
+          await sleep(Math.max(0, signalledAt + 1500 - Date.now()))
+          images.release()
+          const answers = await Promise.all(creates)
+          for (const answer of answers) {
+            assert.equal(answer.status, 201, JSON.stringify(answer.body))
+            // Keep-alive connections busy at the signal end with their answer, or close() would wait for them.
+            assert.equal(answer.headers.connection, 'close')
+          }
+
+          const exit = await within(10_000 - (Date.now() - signalledAt), server.closed)
+          assert.deepEqual(exit, { code: 0, signal: null })
+          assert.ok(server.logLines().some((line) => line.msg === 'stopped'), 'the log says it stopped')
+
+          const stored = await storedItemCounts(dialect, database.url)
+          assert.equal(stored.size, 10)
+          for (const answer of answers) assert.equal(stored.get(answer.body.listingId), 50)
+        } finally {
+          await server.stop('SIGKILL')
+        }
+      })
+    })
+  }
+
+  describe('SIGINT and the edges of the drain [sqlite]', { concurrency: true, skip: !dialects.includes('sqlite') && 'DIALECTS excludes sqlite' }, () => {
+    test('SIGINT drains the same way; a second and third signal during the drain change nothing', async () => {
       const images = await startHeldImageServer()
-      const { database, token } = await databaseWithProvider(dialect)
+      const { database, token } = await databaseWithProvider('sqlite')
       const server = await startServer({ DATABASE_URL: database.url })
       const agent = new Agent({ keepAlive: true })
       after(() => agent.destroy())
       try {
-        const readyz = await openConnection(server.port, '/readyz')
-        const list = await openConnection(server.port, '/api/v1/listing', { authorization: `Bearer ${token}` })
-        const healthz = await openConnection(server.port, '/healthz')
-        assert.deepEqual([readyz.first.status, list.first.status, healthz.first.status], [200, 200, 200])
+        const creates = [0, 1].map((n) => create(server, agent, token, slowBody(images, `sigint-${n}`, 5)))
+        for (const pending of creates) pending.catch(() => {})
+        while (images.held() < 12) await sleep(20)
 
-        const bodies = Array.from({ length: 10 }, (_, n) => slowBody(images, `drain-${n}`, 50))
-        const creates = bodies.map((body) => create(server, agent, token, body))
-        // 64 is the prober's process-wide limit of probes at once: creates fill it, the rest queue behind.
-        while (images.held() < 64) await sleep(20)
-        await sleep(300)
-
-        server.child.kill('SIGTERM')
+        server.child.kill('SIGINT')
         const signalledAt = Date.now()
         await server.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('draining'))
+        server.child.kill('SIGINT')
+        server.child.kill('SIGTERM')
+        await server.waitForLog((line) => line.msg === 'already draining' && line.signal === 'SIGTERM')
+        assert.equal(await refusal(server.port), 'ECONNREFUSED')
 
-        assert.equal(await refusal(server.port), 'ECONNREFUSED', 'no new connection during the drain')
-        assertUnavailable(await readyz.finish(), 'GET /readyz during the drain')
-        assertUnavailable(await list.finish(), 'GET /api/v1/listing during the drain')
-        const alive = await healthz.finish()
-        assert.equal(alive.status, 200, 'GET /healthz: the process still runs')
-        assert.equal(alive.headers.connection, 'close')
-
-        // The probes have now waited 1.5 s or more; the rest of each create's images answer at once.
-        await sleep(Math.max(0, signalledAt + 1500 - Date.now()))
         images.release()
         const answers = await Promise.all(creates)
-        for (const answer of answers) {
-          assert.equal(answer.status, 201, JSON.stringify(answer.body))
-          // Keep-alive connections busy at the signal end with their answer, or close() would wait for them.
-          assert.equal(answer.headers.connection, 'close')
-        }
-
-        const exit = await within(10_000 - (Date.now() - signalledAt), server.closed)
-        assert.deepEqual(exit, { code: 0, signal: null })
-        assert.ok(server.logLines().some((line) => line.msg === 'stopped'), 'the log says it stopped')
-
-        const stored = await storedItemCounts(dialect, database.url)
-        assert.equal(stored.size, 10)
-        for (const answer of answers) assert.equal(stored.get(answer.body.listingId), 50)
+        assert.deepEqual(
+          answers.map((answer) => answer.status),
+          [201, 201],
+        )
+        assert.deepEqual(await within(10_000 - (Date.now() - signalledAt), server.closed), { code: 0, signal: null })
+        assert.ok(server.logLines().some((line) => line.msg === 'stopped'))
+        const stored = await storedItemCounts('sqlite', database.url)
+        assert.deepEqual(
+          answers.map((answer) => stored.get(answer.body.listingId)),
+          [5, 5],
+        )
       } finally {
         await server.stop('SIGKILL')
       }
     })
-  })
-}
 
-describe('SIGINT and the edges of the drain [sqlite]', { skip: !dialects.includes('sqlite') && 'DIALECTS excludes sqlite' }, () => {
-  test('SIGINT drains the same way; a second and third signal during the drain change nothing', async () => {
-    const images = await startHeldImageServer()
-    const { database, token } = await databaseWithProvider('sqlite')
-    const server = await startServer({ DATABASE_URL: database.url })
-    const agent = new Agent({ keepAlive: true })
-    after(() => agent.destroy())
-    try {
-      const creates = [0, 1].map((n) => create(server, agent, token, slowBody(images, `sigint-${n}`, 5)))
-      while (images.held() < 12) await sleep(20)
+    test('a create whose image never answers is cut with 503 before 10 s, stores nothing, and the exit is 0', async () => {
+      const images = await startImageServer()
+      after(() => images.close())
+      const { database, token } = await databaseWithProvider('sqlite')
+      // The probe's own budget is longer than the grace: only the drain's cut can end this request in time.
+      const server = await startServer({ DATABASE_URL: database.url, IMAGE_FETCH_TIMEOUT_MS: '60000' })
+      const agent = new Agent({ keepAlive: true })
+      after(() => agent.destroy())
+      try {
+        const body = listingBody({}, 2)
+        body.items[1].imageUrl = images.url('/hang')
+        const answer = create(server, agent, token, body)
+        while (!images.requests.some((r) => r.path === '/hang')) await sleep(20)
 
-      server.child.kill('SIGINT')
-      const signalledAt = Date.now()
-      await server.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('draining'))
-      server.child.kill('SIGINT')
-      server.child.kill('SIGTERM')
-      await server.waitForLog((line) => line.msg === 'already draining' && line.signal === 'SIGTERM')
-      assert.equal(await refusal(server.port), 'ECONNREFUSED')
-
-      images.release()
-      const answers = await Promise.all(creates)
-      assert.deepEqual(
-        answers.map((answer) => answer.status),
-        [201, 201],
-      )
-      assert.deepEqual(await within(10_000 - (Date.now() - signalledAt), server.closed), { code: 0, signal: null })
-      assert.ok(server.logLines().some((line) => line.msg === 'stopped'))
-      const stored = await storedItemCounts('sqlite', database.url)
-      assert.deepEqual(
-        answers.map((answer) => stored.get(answer.body.listingId)),
-        [5, 5],
-      )
-    } finally {
-      await server.stop('SIGKILL')
-    }
-  })
-
-  test('a create whose image never answers is cut with 503 before 10 s, stores nothing, and the exit is 0', async () => {
-    const images = await startImageServer()
-    after(() => images.close())
-    const { database, token } = await databaseWithProvider('sqlite')
-    // The probe's own budget is longer than the grace: only the drain's cut can end this request in time.
-    const server = await startServer({ DATABASE_URL: database.url, IMAGE_FETCH_TIMEOUT_MS: '60000' })
-    const agent = new Agent({ keepAlive: true })
-    after(() => agent.destroy())
-    try {
-      const body = listingBody({}, 2)
-      body.items[1].imageUrl = images.url('/hang')
-      const answer = create(server, agent, token, body)
-      while (!images.requests.some((r) => r.path === '/hang')) await sleep(20)
-
-      server.child.kill('SIGTERM')
-      const signalledAt = Date.now()
-      assertUnavailable(await answer, 'the create cut by the drain')
-      assert.deepEqual(await within(10_000 - (Date.now() - signalledAt), server.closed), { code: 0, signal: null })
-      assert.ok(server.logLines().some((line) => line.msg.startsWith('grace running out') && line.requests === 1))
-      assert.ok(server.logLines().some((line) => line.msg === 'stopped'))
-      assert.equal((await storedItemCounts('sqlite', database.url)).size, 0, 'nothing was stored')
-    } finally {
-      await server.stop('SIGKILL')
-    }
+        server.child.kill('SIGTERM')
+        const signalledAt = Date.now()
+        assertUnavailable(await answer, 'the create cut by the drain')
+        assert.deepEqual(await within(10_000 - (Date.now() - signalledAt), server.closed), { code: 0, signal: null })
+        assert.ok(server.logLines().some((line) => line.msg.startsWith('grace running out') && line.requests === 1))
+        assert.ok(server.logLines().some((line) => line.msg === 'stopped'))
+        assert.equal((await storedItemCounts('sqlite', database.url)).size, 0, 'nothing was stored')
+      } finally {
+        await server.stop('SIGKILL')
+      }
+    })
   })
 })
