@@ -5,6 +5,7 @@ import type { Config } from './config.js'
 import type { Database } from './db/connection.js'
 import { errorHandler, invalidRequest, notFoundHandler, Problem } from './errors.js'
 import { AccessLog } from './http/access-log.js'
+import { addDrainHooks, Drain } from './http/drain.js'
 import { healthRoutes } from './http/health.js'
 import { registerMetrics } from './http/metrics-route.js'
 import { documentBearerAuth, registerOpenApi } from './http/openapi.js'
@@ -28,6 +29,8 @@ export interface AppDependencies {
   logger?: FastifyBaseLogger
   /** The process's metrics, also given to openDatabase; none makes new ones (without database query times). */
   metrics?: Metrics
+  /** Shutdown state that server.ts drives on SIGTERM/SIGINT; none means a fresh one nobody drains. */
+  drain?: Drain
 }
 
 /** Request bodies above this are refused with 413 before they are read (contract §5). */
@@ -41,10 +44,13 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const { config, database } = deps
   const clock = deps.clock ?? systemClock
   const metrics = deps.metrics ?? new Metrics()
+  const drain = deps.drain ?? new Drain()
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: BODY_LIMIT_BYTES,
     logController: new AccessLog(),
+    // Its 503 for requests reaching a closing server is not problem+json: addDrainHooks answers them instead.
+    return503OnClosing: false,
     genReqId(request) {
       const sent = request.headers['x-request-id']
       return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : randomUUID()
@@ -76,6 +82,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })
+  addDrainHooks(app, drain)
 
   // First, so that the document generator sees every route registered after it.
   await registerOpenApi(app)
@@ -94,6 +101,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     app.addHook('onClose', () => prober.close())
     checkImages = prober.check
   }
+  checkImages = drain.bound(checkImages)
 
   const providers = new ProviderRepository(database)
   const listings = new ListingRepository(database)

@@ -56,7 +56,11 @@ export const problemTypes = {
     title: 'Internal server error',
     description: 'An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it.',
   },
-  unavailable: { status: 503, title: 'Service unavailable', description: 'The database does not answer.' },
+  unavailable: {
+    status: 503,
+    title: 'Service unavailable',
+    description: 'The database does not answer, or this instance is shutting down (nothing was stored; retry).',
+  },
 } as const
 
 export type ProblemType = keyof typeof problemTypes

@@ -166,8 +166,12 @@ export class ImageProber {
     return probe
   }
 
+  /**
+   * Called once every request has been answered (Fastify's onClose), so no one awaits a probe still running:
+   * only those of a create cut short by the shutdown. They are aborted, not waited for up to their time budget.
+   */
   async close(): Promise<void> {
-    await this.#agent.close()
+    await this.#agent.destroy()
   }
 
   async #timedProbe(url: string): Promise<ProbeResult> {
