@@ -5,6 +5,7 @@ import type { Config } from './config.js'
 import type { Database } from './db/connection.js'
 import { errorHandler, invalidRequest, notFoundHandler, Problem } from './errors.js'
 import { AccessLog } from './http/access-log.js'
+import { answerClientError } from './http/client-errors.js'
 import { addDrainHooks, Drain } from './http/drain.js'
 import { healthRoutes } from './http/health.js'
 import { registerMetrics } from './http/metrics-route.js'
@@ -33,6 +34,15 @@ export interface AppDependencies {
   drain?: Drain
 }
 
+// Keeps a byte-order mark as U+FEFF, which JSON.parse then refuses: RFC 8259 §8.1 forbids sending one.
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/**
+ * How often Node looks for requests past their headers or request timeout. Its default (30 s) would let a
+ * slow client hold a connection up to 30 s past either timeout.
+ */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 1000
+
 /** Request bodies above this are refused with 413 before they are read (contract §5). */
 export const BODY_LIMIT_BYTES = 1024 * 1024
 
@@ -48,6 +58,17 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: BODY_LIMIT_BYTES,
+    // Slow or idle clients cannot hold connections for long. The request timeout bounds receiving a request
+    // only, never answering it: a create may wait seconds for its images.
+    http: {
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    },
+    // Fastify sets these two on the server after creating it, over what `http` gave.
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    clientErrorHandler: answerClientError,
     logController: new AccessLog(),
     // Its 503 for requests reaching a closing server is not problem+json: addDrainHooks answers them instead.
     return503OnClosing: false,
@@ -65,15 +86,24 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // JSON is the only body type; anything else is 415. JSON.parse keeps "__proto__" as an ordinary own key,
   // which validation then rejects as an unknown field, so it can never reach an object's prototype.
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     // JSON is UTF-8 (RFC 8259 §8.1); a body declared in another charset would be misread, so it is refused.
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]
     if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
       done(new Problem('unsupported-media-type', 'Content-Type must be application/json in UTF-8'), undefined)
       return
     }
+    // Decoded strictly: a lenient decoder would turn bytes that are not UTF-8 into U+FFFD and store that instead
+    // of what was sent.
+    let text: string
     try {
-      done(null, JSON.parse(body as string))
+      text = strictUtf8.decode(body as Buffer)
+    } catch {
+      done(invalidRequest([{ pointer: '', detail: 'is not valid UTF-8' }]), undefined)
+      return
+    }
+    try {
+      done(null, JSON.parse(text))
     } catch (error) {
       done(invalidRequest([{ pointer: '', detail: `is not valid JSON: ${(error as Error).message}` }]), undefined)
     }

@@ -53,6 +53,26 @@ export const ConfigSchema = Type.Object(
         description: 'when set, rate-limit counters are shared through Redis by every instance',
       }),
     ),
+    HTTP_HEADERS_TIMEOUT_MS: Type.Integer({
+      minimum: 1,
+      default: 10000,
+      description:
+        'longest a client may take to send a request\'s headers; then `408` and the connection is closed (slowloris)',
+    }),
+    HTTP_REQUEST_TIMEOUT_MS: Type.Integer({
+      minimum: 1,
+      default: 30000,
+      description:
+        'longest a client may take to send a whole request, body included (at least `HTTP_HEADERS_TIMEOUT_MS`); ' +
+        'then `408` and the connection is closed. Bounds receiving only: answering may take longer',
+    }),
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({
+      minimum: 1,
+      default: 72000,
+      description:
+        'how long an idle keep-alive connection stays open; above the 60 s idle timeout of common load ' +
+        'balancers, so a balancer never reuses a connection the service is closing',
+    }),
     LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       default: 'info',
       description: 'pino level',
@@ -116,6 +136,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // URLs can carry passwords: name the variable but never echo its value.
     const shown = name.endsWith('_URL') ? '' : ` (got ${JSON.stringify(env[name])})`
     throw new ConfigError(`${name} must be ${schema ? accepted(schema) : 'valid'}${shown}`)
+  }
+  // Node refuses a headers timeout longer than the whole-request timeout; say so in our words, before listening.
+  if ((values.HTTP_HEADERS_TIMEOUT_MS as number) > (values.HTTP_REQUEST_TIMEOUT_MS as number)) {
+    throw new ConfigError(
+      `HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS (got ${values.HTTP_HEADERS_TIMEOUT_MS} > ${values.HTTP_REQUEST_TIMEOUT_MS})`,
+    )
   }
   return Object.freeze(values as Config)
 }

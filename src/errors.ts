@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
+import { closeAfterLinger } from './http/linger.js'
 
 /**
  * Every error the API returns, by its RFC 9457 `type` (contract §4). `description` is what the OpenAPI document
@@ -177,7 +178,10 @@ function bodyLeftUnread(request: FastifyRequest): boolean {
 }
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
-  if (bodyLeftUnread(request)) reply.header('connection', 'close')
+  if (bodyLeftUnread(request)) {
+    reply.header('connection', 'close')
+    closeAfterLinger(request.raw.socket)
+  }
   return reply
     .code(problem.status)
     .headers(problem.headers)

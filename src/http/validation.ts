@@ -168,7 +168,9 @@ type QuerySchema = { properties?: Record<string, { type?: string }> }
  * a repeated parameter is an error of its own.
  */
 function validateQuery(validate: ValidateFunction, schema: QuerySchema, data: unknown) {
-  const converted: Record<string, unknown> = {}
+  // No prototype: on a plain object, `converted['__proto__'] = …` would drop the parameter instead of keeping it
+  // for the schema to refuse as unknown.
+  const converted: Record<string, unknown> = Object.create(null)
   const repeated: ProblemDetail[] = []
   for (const [name, value] of Object.entries((data ?? {}) as Record<string, unknown>)) {
     if (Array.isArray(value)) {
