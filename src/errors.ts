@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
+import { isDatabaseCorrupt, isDatabaseUnavailable } from './db/dialect.js'
 
 /**
  * Every error the API returns, by its RFC 9457 `type` (contract §4). `description` is what the OpenAPI document
@@ -56,7 +57,14 @@ export const problemTypes = {
     title: 'Internal server error',
     description: 'An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it.',
   },
-  unavailable: { status: 503, title: 'Service unavailable', description: 'The database does not answer.' },
+  unavailable: {
+    status: 503,
+    title: 'Service unavailable',
+    description:
+      'The database is unavailable: down, unreachable, not answering within a few seconds, out of disk or ' +
+      'connections, locked or read-only. Nothing was stored. Retry after Retry-After seconds; repeating a ' +
+      'create with the same referenceId is safe (it is answered as a replay if the first one was stored).',
+  },
 } as const
 
 export type ProblemType = keyof typeof problemTypes
@@ -181,11 +189,29 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
     .send(problem.toBody())
 }
 
+/**
+ * Seconds a client is asked to wait after a 503: a database restart or failover takes seconds, a lock holder
+ * milliseconds; sooner retries would only add load while it recovers.
+ */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
+
+export function databaseUnavailable(): Problem {
+  return new Problem('unavailable', 'the database is unavailable; nothing was stored, retry later', {
+    headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+  })
+}
+
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const problem = error instanceof Problem ? error : fromFastifyError(error)
   if (problem) return sendProblem(request, reply, problem)
   // The body says nothing of internals; the log line, joined by request id, says everything.
-  request.log.error({ err: error }, 'unhandled error')
+  if (isDatabaseUnavailable(error)) {
+    request.log.warn({ err: error }, 'database unavailable')
+    return sendProblem(request, reply, databaseUnavailable())
+  }
+  // Loudest level: only an operator can repair it, and every request touching the damage will fail.
+  if (isDatabaseCorrupt(error)) request.log.fatal({ err: error }, 'database corruption detected')
+  else request.log.error({ err: error }, 'unhandled error')
   return sendProblem(request, reply, new Problem('internal', 'an unexpected error occurred; quote the X-Request-Id'))
 }
 
