@@ -4,6 +4,8 @@ import { after, before, describe, test } from 'node:test'
 import SQLite from 'better-sqlite3'
 import { sql } from 'kysely'
 import pg from 'pg'
+import { openDatabase } from '../src/db/connection.js'
+import { migrate } from '../src/db/migrate.js'
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../src/errors.js'
 import { item, listingBody } from './fixtures.js'
 import {
@@ -68,6 +70,8 @@ interface DatabaseProxy {
   cut(): void
   /** Accepts connections and holds them, forwarding nothing either way, on old connections too (a silent server). */
   blackhole(): void
+  /** Forwards nothing on the connections open now; new ones work (a firewall that forgot those flows). */
+  silenceExisting(): void
   /** Forwards again; connections held by a blackhole are closed, their protocol state is lost. */
   restore(): void
   close(): Promise<void>
@@ -77,6 +81,7 @@ async function startDatabaseProxy(targetUrl: string): Promise<DatabaseProxy> {
   const target = new URL(targetUrl)
   let mode: 'open' | 'cut' | 'blackhole' = 'open'
   const sockets = new Set<net.Socket>()
+  const silenced = new WeakSet<net.Socket>()
   const track = (socket: net.Socket) => {
     sockets.add(socket)
     socket.on('error', () => {})
@@ -98,8 +103,9 @@ async function startDatabaseProxy(targetUrl: string): Promise<DatabaseProxy> {
       return
     }
     const upstream = track(net.connect(Number(target.port || 5432), target.hostname))
-    client.on('data', (chunk) => mode === 'open' && upstream.write(chunk))
-    upstream.on('data', (chunk) => mode === 'open' && client.write(chunk))
+    const flows = () => mode === 'open' && !silenced.has(client)
+    client.on('data', (chunk) => flows() && upstream.write(chunk))
+    upstream.on('data', (chunk) => flows() && client.write(chunk))
     client.once('close', () => upstream.destroy())
     upstream.once('close', () => client.destroy())
   })
@@ -120,8 +126,12 @@ async function startDatabaseProxy(targetUrl: string): Promise<DatabaseProxy> {
     blackhole() {
       mode = 'blackhole'
     },
+    silenceExisting() {
+      for (const socket of sockets) silenced.add(socket)
+    },
     restore() {
       if (mode === 'blackhole') destroyAll()
+      for (const socket of sockets) if (silenced.has(socket)) socket.destroy()
       mode = 'open'
     },
     async close() {
@@ -170,6 +180,24 @@ if (dialects.includes('postgres')) {
       await proxy?.close()
     })
 
+    // First, while the pool holds few connections: each silenced one costs one 503 before it is dropped.
+    test('a connection that went silent is dropped after its timeout: the next request gets a new one', async () => {
+      proxy.silenceExisting()
+      try {
+        assertUnavailable(await answeredInTime(() => service.create(cached.token, listingBody())))
+        // Had the timed-out client gone back to the pool, the next request would take it again (the pool reuses
+        // the most recently released one) and fail the same way, every time.
+        let answer: Response | undefined
+        for (let attempt = 0; attempt < 3 && answer?.status !== 201; attempt += 1) {
+          answer = await answeredInTime(() => service.create(cached.token, listingBody()))
+        }
+        assert.equal(answer?.status, 201, answer?.text)
+        created += 1
+      } finally {
+        proxy.restore()
+      }
+    })
+
     test('database down: create, list and authentication answer 503, /readyz 503, nothing stored; then it recovers', async () => {
       const before = await storedCounts(service.databaseUrl)
       proxy.cut()
@@ -208,6 +236,8 @@ if (dialects.includes('postgres')) {
 
     test('database silent (accepts, never answers): requests end as 503 in bounded time, then it recovers', async () => {
       const before = await storedCounts(service.databaseUrl)
+      // A warm connection in the pool, so the silent server is met on an open connection as well as on new ones.
+      assert.equal((await service.list(cached.token)).status, 200)
       // Past the token cache, so authentication asks the (silent) database too.
       service.clock.now += 60_000
       proxy.blackhole()
@@ -232,6 +262,36 @@ if (dialects.includes('postgres')) {
       const listed = await service.list(cached.token)
       assert.equal(listed.status, 200, listed.text)
       assert.equal(listed.body.recordCount, created)
+    })
+  })
+
+  describe('PostgreSQL time bounds spare migrations [postgres]', () => {
+    test('a migration waiting longer than the request bounds for another instance\'s migration lock still succeeds', async () => {
+      const testDatabase = await createTestDatabase('postgres')
+      const database = openDatabase(testDatabase.url)
+      const holder = new pg.Client({ connectionString: testDatabase.url })
+      try {
+        await migrate(database)
+        await holder.connect()
+        // Another instance migrating: it holds the migration lock (dialect.ts beginExclusive) past both bounds.
+        await holder.query('begin')
+        await holder.query('select pg_advisory_xact_lock(7305196381042)')
+        const waiting = migrate(database)
+        const outcome = await Promise.race([
+          waiting.then(
+            () => 'finished',
+            (error: Error) => `failed: ${error.message}`,
+          ),
+          new Promise((resolve) => setTimeout(resolve, 8000, 'waiting')),
+        ])
+        assert.equal(outcome, 'waiting', 'the migration gave up while the lock was held')
+        await holder.query('commit')
+        assert.deepEqual(await waiting, [])
+      } finally {
+        await holder.end().catch(() => {})
+        await database.close()
+        await testDatabase.drop()
+      }
     })
   })
 
