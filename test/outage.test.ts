@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import SQLite from 'better-sqlite3'
 import { sql } from 'kysely'
@@ -417,6 +421,78 @@ if (dialects.includes('sqlite')) {
       const again = await service.create(provider.token, big)
       assert.equal(again.status, 201, again.text)
       assert.equal((await snapshot()).items, before.items + 100)
+    })
+  })
+
+  describe('SQLite disk full for real: the service as a process under RLIMIT_FSIZE [sqlite]', () => {
+    // A real write failure (EFBIG from the kernel; Node ignores SIGXFSZ), not a pragma: the soft file-size limit
+    // of the running server is lowered with prlimit(1), then lifted again (only the soft one: raising a hard
+    // limit needs CAP_SYS_RESOURCE, which this container lacks). Skipped where prlimit is missing.
+    const prlimit = spawnSync('prlimit', ['--version']).status === 0
+    test('writes past the limit answer 503 and store nothing; the limit lifted, the same process creates again', { skip: !prlimit && 'prlimit(1) is not installed' }, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'listing-outage-'))
+      const file = join(dir, 'listings.db')
+      const server = await startServer({ DATABASE_URL: `sqlite:${file}` })
+      try {
+        const [token] = server.printedTokens()
+        assert.ok(token, server.stdout())
+        const send = async (path: string, body?: unknown) => {
+          const response = await fetch(`${server.baseUrl}${path}`, {
+            method: body === undefined ? 'GET' : 'POST',
+            headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          })
+          const text = await response.text()
+          return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) as any }
+        }
+        const long = 'x'.repeat(200)
+        const big = () => {
+          const body = listingBody({}, 100)
+          body.items = body.items.map((_: unknown, i: number) => item(i, { displayName: { ar: long, en: long } }))
+          return body
+        }
+        assert.equal((await send('/api/v1/listing/create', big())).status, 201)
+
+        // Room for a little more than the files hold now: a few large creates fit, then a write fails.
+        const limit = Math.max(statSync(file).size, statSync(`${file}-wal`).size) + 256 * 1024
+        const limited = spawnSync('prlimit', ['--pid', String(server.child.pid), `--fsize=${limit}:unlimited`])
+        assert.equal(limited.status, 0, String(limited.stderr))
+        let stored = 1
+        let failed: Response | undefined
+        for (let attempt = 0; attempt < 40 && !failed; attempt += 1) {
+          const answer = await send('/api/v1/listing/create', big())
+          if (answer.status === 201) stored += 1
+          else failed = answer
+        }
+        assert.ok(failed, 'no create failed under the file-size limit')
+        assertUnavailable(failed)
+        const logged = await server.waitForLog((line) => line.msg === 'database unavailable')
+        // The kernel's EFBIG, as SQLite reports a failed write.
+        assert.match(String(logged.err?.code), /^SQLITE_(FULL|IOERR)/, JSON.stringify(logged))
+        const listed = await send('/api/v1/listing')
+        assert.equal(listed.status, 200, listed.text)
+        assert.equal(listed.body.recordCount, stored)
+
+        const lifted = spawnSync('prlimit', ['--pid', String(server.child.pid), '--fsize=unlimited:unlimited'])
+        assert.equal(lifted.status, 0, String(lifted.stderr))
+        const again = await send('/api/v1/listing/create', big())
+        assert.equal(again.status, 201, again.text)
+        assert.equal(server.child.exitCode, null, 'the same process answers')
+        const stopped = await server.stop()
+        assert.equal(stopped.code, 0, server.stderr())
+
+        const check = new SQLite(file, { readonly: true })
+        try {
+          assert.deepEqual(check.pragma('integrity_check'), [{ integrity_check: 'ok' }])
+          assert.equal((check.prepare('select count(*) as n from listings').get() as { n: number }).n, stored + 1)
+          assert.equal((check.prepare('select count(*) as n from listing_items').get() as { n: number }).n, (stored + 1) * 100)
+        } finally {
+          check.close()
+        }
+      } finally {
+        await server.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
     })
   })
 }
