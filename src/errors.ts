@@ -62,8 +62,9 @@ export const problemTypes = {
     title: 'Service unavailable',
     description:
       'The database is unavailable: down, unreachable, not answering within a few seconds, out of disk or ' +
-      'connections, locked or read-only. Nothing was stored. Retry after Retry-After seconds; repeating a ' +
-      'create with the same referenceId is safe (it is answered as a replay if the first one was stored).',
+      'connections, locked or read-only. Retry after Retry-After seconds. Repeating a create with the same ' +
+      'referenceId is safe: nothing was stored, unless the connection broke just after the database committed, ' +
+      'and then the repeat is answered as a replay of the stored listing.',
   },
 } as const
 
@@ -195,8 +196,8 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
  */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
 
-export function databaseUnavailable(): Problem {
-  return new Problem('unavailable', 'the database is unavailable; nothing was stored, retry later', {
+function databaseUnavailable(): Problem {
+  return new Problem('unavailable', 'the database is unavailable; retry after Retry-After seconds', {
     headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
   })
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -489,6 +489,40 @@ if (dialects.includes('sqlite')) {
         } finally {
           check.close()
         }
+      } finally {
+        await server.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  })
+
+  describe('SQLite corruption is not an outage [sqlite]', () => {
+    test('a damaged table answers 500 (not 503: waiting cannot repair it) and is logged at the fatal level', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'listing-outage-'))
+      const file = join(dir, 'listings.db')
+      let server = await startServer({ DATABASE_URL: `sqlite:${file}` })
+      try {
+        const [token] = server.printedTokens()
+        const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+        const created = await fetch(`${server.baseUrl}/api/v1/listing/create`, { method: 'POST', headers, body: JSON.stringify(listingBody()) })
+        assert.equal(created.status, 201)
+        assert.equal((await server.stop()).code, 0)
+
+        // The listings table's root page (its only page, for one listing) gets a page type no b-tree has.
+        const db = new SQLite(file)
+        const { rootpage } = db.prepare(`select rootpage from sqlite_master where name = 'listings'`).get() as { rootpage: number }
+        const pageSize = db.pragma('page_size', { simple: true }) as number
+        db.close()
+        const fd = openSync(file, 'r+')
+        writeSync(fd, Buffer.from([0xff]), 0, 1, (rootpage - 1) * pageSize)
+        closeSync(fd)
+
+        server = await startServer({ DATABASE_URL: `sqlite:${file}` })
+        const listed = await fetch(`${server.baseUrl}/api/v1/listing`, { headers: { ...headers, 'x-request-id': 'corrupt-page' } })
+        const text = await listed.text()
+        assertProblem({ status: listed.status, headers: listed.headers, text, body: parseJsonOrUndefined(text) }, 500, 'internal')
+        const logged = await server.waitForLog((line) => line.requestId === 'corrupt-page' && line.msg === 'database corruption detected')
+        assert.equal(logged.level, 60, 'logged as fatal')
       } finally {
         await server.stop()
         rmSync(dir, { recursive: true, force: true })

@@ -10,8 +10,9 @@ export function greatest(dialect: DialectName, a: Expression<number>, b: Express
 
 /**
  * Opens a transaction that no other process can run at the same time (used by migrations, so two instances
- * starting together are safe), without the request-time statement timeout. PostgreSQL: a transaction-scoped advisory lock. SQLite: BEGIN IMMEDIATE takes
- * the database's single write lock up front (a deferred BEGIN would fail instead of waiting).
+ * starting together are safe), without the request-time statement timeout. PostgreSQL: a transaction-scoped
+ * advisory lock. SQLite: BEGIN IMMEDIATE takes the database's single write lock up front (a deferred BEGIN
+ * would fail instead of waiting).
  */
 export async function beginExclusive(dialect: DialectName, conn: Kysely<any>): Promise<void> {
   if (dialect === 'postgres') {
