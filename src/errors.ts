@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
+import { isDatabaseCorrupt, isDatabaseUnavailable } from './db/dialect.js'
 import { closeAfterLinger } from './http/linger.js'
 
 /**
@@ -60,7 +61,11 @@ export const problemTypes = {
   unavailable: {
     status: 503,
     title: 'Service unavailable',
-    description: 'The database does not answer, or this instance is shutting down (nothing was stored; retry).',
+    description:
+      'The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or ' +
+      'connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or ' +
+      'on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the ' +
+      'connection broke just after the database committed, and then the repeat is answered as a replay.',
   },
 } as const
 
@@ -189,11 +194,29 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
     .send(problem.toBody())
 }
 
+/**
+ * Seconds a client is asked to wait after a 503: a database restart or failover takes seconds, a lock holder
+ * milliseconds; sooner retries would only add load while it recovers.
+ */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
+
+function databaseUnavailable(): Problem {
+  return new Problem('unavailable', 'the database is unavailable; retry after Retry-After seconds', {
+    headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+  })
+}
+
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const problem = error instanceof Problem ? error : fromFastifyError(error)
   if (problem) return sendProblem(request, reply, problem)
   // The body says nothing of internals; the log line, joined by request id, says everything.
-  request.log.error({ err: error }, 'unhandled error')
+  if (isDatabaseUnavailable(error)) {
+    request.log.warn({ err: error }, 'database unavailable')
+    return sendProblem(request, reply, databaseUnavailable())
+  }
+  // Loudest level: only an operator can repair it, and every request touching the damage will fail.
+  if (isDatabaseCorrupt(error)) request.log.fatal({ err: error }, 'database corruption detected')
+  else request.log.error({ err: error }, 'unhandled error')
   return sendProblem(request, reply, new Problem('internal', 'an unexpected error occurred; quote the X-Request-Id'))
 }
 

@@ -145,13 +145,15 @@ export interface TestService {
 export interface ServiceOptions {
   env?: Record<string, string>
   checkImages?: ImageCheck
+  /** The URL the service connects with, given its test database's (e.g. through a proxy a test can cut). */
+  connectVia?: (databaseUrl: string) => string
 }
 
 /** The real service on a real database, listening on 127.0.0.1 at a free port. */
 export async function startService(dialect: DialectName, options: ServiceOptions = {}): Promise<TestService> {
   const testDatabase = await createTestDatabase(dialect)
   const config = loadConfig({
-    DATABASE_URL: testDatabase.url,
+    DATABASE_URL: options.connectVia?.(testDatabase.url) ?? testDatabase.url,
     LOG_LEVEL: 'silent',
     // The fixture images are served on loopback (see fixtures.ts).
     IMAGE_ALLOW_PRIVATE_NETWORKS: 'true',

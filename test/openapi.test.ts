@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { after, before, describe, test } from 'node:test'
 import { compileErrors, dereference, validate } from '@readme/openapi-parser'
+import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import { problemTypes, type ProblemType } from '../src/errors.js'
@@ -92,6 +93,9 @@ interface Provocation {
 
 const withImage = (url: string) => listingBody({ brand: { ...listingBody().brand, imageUrl: url } })
 
+/** Another connection holding the database's exclusive lock while a provocation is sent. */
+let lockHolder: SQLite.Database | undefined
+
 /** A table every create writes: without it a create fails with an unexpected error. */
 const dropItems = (service: TestService) => sql`drop table listing_items`.execute(service.database.kysely).then(() => {})
 
@@ -170,6 +174,28 @@ const provocations: Record<ProblemType, Provocation[]> = {
     },
   ],
   unavailable: [
+    {
+      route: CREATE,
+      breakDatabase: (service) => sql`pragma query_only = on`.execute(service.database.kysely).then(() => {}),
+      send: (service, token) => service.create(token, listingBody()),
+    },
+    {
+      route: LIST,
+      // Readers wait for nobody in WAL mode; out of it, another connection's exclusive lock stops them.
+      async breakDatabase(service) {
+        await sql`pragma journal_mode = delete`.execute(service.database.kysely)
+        await sql`pragma busy_timeout = 0`.execute(service.database.kysely)
+        lockHolder = new SQLite(service.databaseUrl.slice('sqlite:'.length))
+        lockHolder.exec('begin exclusive')
+      },
+      async send(service, token) {
+        try {
+          return await service.list(token)
+        } finally {
+          lockHolder?.close()
+        }
+      },
+    },
     {
       route: READY,
       breakDatabase: (service) => service.database.close(),

@@ -13,13 +13,20 @@ import {
   type SqliteStatement,
 } from 'kysely'
 import pg from 'pg'
+import { isDatabaseUnavailable } from './dialect.js'
 import { queryOperation, type QueryOperation } from './query-operation.js'
 import type { Tables } from './tables.js'
 
 export type DialectName = 'sqlite' | 'postgres'
 
 export interface Database {
+  /** For requests: on PostgreSQL every query is bounded in time (STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_MS). */
   readonly kysely: Kysely<Tables>
+  /**
+   * The same connections without the client-side query bound, for migrations: DDL on a large table, or waiting
+   * for another instance's migration, may rightly take minutes (beginExclusive lifts the server-side one).
+   */
+  readonly unbounded: Kysely<Tables>
   readonly dialect: DialectName
   close(): Promise<void>
 }
@@ -57,9 +64,20 @@ const STATEMENT_CACHE_SIZE = 256
  */
 function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
   const statements = new Map<string, SqliteStatement>()
+  // On SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY or SQLITE_NOMEM inside a transaction, SQLite may roll the whole
+  // transaction back itself (sqlite.org/lang_transaction.html). Kysely's ROLLBACK then failed with "no
+  // transaction is active", and that error replaced the real one: a full disk answered 500 instead of 503.
+  const rollback = sqlite.prepare('rollback')
+  const rollbackIfOpen: SqliteStatement = {
+    reader: false,
+    all: () => [],
+    iterate: () => [][Symbol.iterator](),
+    run: () => (sqlite.inTransaction ? rollback.run() : { changes: 0, lastInsertRowid: 0 }),
+  }
   return {
     close: () => sqlite.close(),
     prepare(text) {
+      if (text === 'rollback') return rollbackIfOpen
       let statement = statements.get(text)
       if (!statement) {
         statement = sqlite.prepare(text)
@@ -79,7 +97,7 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
  * rolling-deploy fallback's IN list varies, 1–50), so the statements kept per connection stay bounded.
  * Statements without parameters (BEGIN, COMMIT, DDL) go as they are.
  */
-function withNamedStatements(pool: pg.Pool): PostgresPool {
+function withNamedStatements(pool: pg.Pool, queryTimeoutMs: number | undefined): PostgresPool {
   const names = new Map<string, string>()
   const nameOf = (text: string) => {
     let name = names.get(text)
@@ -89,18 +107,57 @@ function withNamedStatements(pool: pg.Pool): PostgresPool {
   return {
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect()
+      // A client whose connection failed without the server saying why is not trusted again: after pg's
+      // query_timeout its query is still outstanding on the socket, so the next query would queue behind it.
+      // release(error) makes the pool close it; a new connection (which prepares its named statements afresh)
+      // takes its place. An error the server reported (a DatabaseError, e.g. statement_timeout's 57014) leaves
+      // the connection in a known state, and pg-pool itself drops a client whose connection has ended.
+      let broken: Error | undefined
+      // pg emits 'error' on a client whose connection ends, even when the query in flight has been rejected
+      // with it too. The pool listens only while a client is idle; checked out, nobody did, and a database
+      // restart during a query crashed the process. The query's own rejection is what the request sees.
+      const onError = (error: Error) => (broken = error)
+      client.on('error', onError)
+      const run = (text: string, values: unknown[]) => {
+        // query_timeout is read per query by pg (client.js) but missing from its typings.
+        const config: pg.QueryConfig & { query_timeout?: number } = {
+          name: values.length === 0 ? undefined : nameOf(text),
+          text,
+          values,
+          query_timeout: queryTimeoutMs,
+        }
+        return client.query(config).catch((error: Error) => {
+          if (isDatabaseUnavailable(error) && !(error instanceof pg.DatabaseError)) broken = error
+          throw error
+        })
+      }
       return {
         // Only the (sql, parameters) form: the cursor form serves streaming, which the service never uses.
-        query: ((text: string, values: unknown[]) =>
-          values.length === 0
-            ? client.query(text, values)
-            : client.query({ name: nameOf(text), text, values })) as unknown as PostgresPoolClient['query'],
-        release: () => client.release(),
+        query: run as unknown as PostgresPoolClient['query'],
+        release: () => {
+          client.removeListener('error', onError)
+          client.release(broken)
+        },
       }
     },
     end: () => pool.end(),
   }
 }
+
+/**
+ * PostgreSQL time bounds, so a database that is down or silent ends a request as 503 in bounded time (contract
+ * §4) instead of hanging it. Every query a request makes is an index lookup or one insert statement taking
+ * milliseconds (a 100-item create included), so 5 s is far beyond any legitimate one yet short enough to
+ * answer a client before its own timeout. Migrations are exempt (Database.unbounded, beginExclusive).
+ */
+const CONNECT_TIMEOUT_MS = 5000
+/** Server side: the server cancels the statement (57014), freeing its locks; the connection stays usable. */
+const STATEMENT_TIMEOUT_MS = 5000
+/**
+ * Client side, for a server that accepts but never answers (the statement timeout cannot fire there): 2 s
+ * after the server's own timeout, so a slow but living server reports 57014 first, keeping its connection.
+ */
+const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 2000
 
 export interface OpenOptions {
   /** Called for errors on idle PostgreSQL connections, which would otherwise crash the process. */
@@ -133,19 +190,25 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       // Another process (a second instance, the CLI) may hold the write lock briefly: wait, don't fail.
       sqlite.pragma('busy_timeout = 5000')
       const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log })
-      return { kysely, dialect: 'sqlite', close: () => kysely.destroy() }
+      // No query timeout to lift: better-sqlite3 runs each statement synchronously to its end.
+      return { kysely, unbounded: kysely, dialect: 'sqlite', close: () => kysely.destroy() }
     }
     case 'postgres': {
       const pool = new pg.Pool({
         connectionString: target.url,
         max: 10,
         types: pgTypes,
-        // A database that does not answer must fail the request, not hang it.
-        connectionTimeoutMillis: 5000,
+        // A database that does not answer must fail the request, not hang it. This also bounds the wait for a
+        // free client when all are busy.
+        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+        // Sent at connect, so the server itself ends a statement that runs or waits on a lock too long.
+        statement_timeout: STATEMENT_TIMEOUT_MS,
       })
       pool.on('error', (error) => options.onPoolError?.(error))
-      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool) }), log })
-      return { kysely, dialect: 'postgres', close: () => kysely.destroy() }
+      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, QUERY_TIMEOUT_MS) }), log })
+      // Shares the pool; only `kysely` ends it on close.
+      const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, undefined) }), log })
+      return { kysely, unbounded, dialect: 'postgres', close: () => kysely.destroy() }
     }
   }
 }

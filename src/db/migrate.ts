@@ -20,7 +20,7 @@ const migrations: Migration[] = [
  * several instances start at once: the second waits, then finds nothing to do. Returns the names applied.
  */
 export async function migrate(database: Database): Promise<string[]> {
-  return database.kysely.connection().execute(async (conn) => {
+  return database.unbounded.connection().execute(async (conn) => {
     await beginExclusive(database.dialect, conn)
     try {
       await sql`create table if not exists schema_migrations (

@@ -53,6 +53,7 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
           'unsupported-media-type',
           'unsupported-image-format',
           'internal',
+          'unavailable',
         ],
       },
     },
@@ -76,7 +77,7 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
           'parameters are refused.',
         querystring: ListListingsQuery,
         response: { 200: jsonResponse('One page of your listings.', ListingsPage, { page: exampleListingsPage }) },
-        'x-problems': ['invalid-request', 'internal'],
+        'x-problems': ['invalid-request', 'internal', 'unavailable'],
       },
     },
     async (request, reply) => {

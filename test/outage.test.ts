@@ -1,0 +1,532 @@
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import SQLite from 'better-sqlite3'
+import { sql } from 'kysely'
+import pg from 'pg'
+import { openDatabase } from '../src/db/connection.js'
+import { migrate } from '../src/db/migrate.js'
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../src/errors.js'
+import { item, listingBody } from './fixtures.js'
+import {
+  createTestDatabase,
+  parseJsonOrUndefined,
+  startService,
+  testDialects,
+  TEST_POSTGRES_URL,
+  type Response,
+  type TestProvider,
+  type TestService,
+} from './helper.js'
+import { assertProblem, countItems, countListings } from './http-support.js'
+import { killAll, runCli, startServer } from './process.js'
+
+/**
+ * Contract §4 `/problems/unavailable`: a database that is down, silent, locked, read-only or full answers 503
+ * (never a 500, never a hang), stores nothing, and the service recovers without a restart. PostgreSQL outages
+ * are made by a TCP proxy in this process (the shared server itself is never touched); SQLite ones by another
+ * connection holding the write lock, and by pragmas on the service's own connection.
+ */
+
+after(killAll)
+
+const dialects = await testDialects()
+
+/**
+ * A generous bound on how long an outage may take to answer: the service's own bounds are 5 s to connect and
+ * 7 s per query (src/db/connection.ts), and this machine is shared. A hang would exceed it by far.
+ */
+const ANSWER_BOUND_MS = 25_000
+
+/** What a 503 body may never contain: SQL, table names, driver words, addresses, file paths, stacks. */
+const LEAKS = ['select', 'insert', 'listing', 'sqlite', 'postgres', 'econn', 'terminated', 'timeout', '127.0.0.1', '5432', '/tmp', '.ts', '.js', 'at ']
+
+function assertUnavailable(response: Response): void {
+  assertProblem(response, 503, 'unavailable')
+  assert.equal(response.headers.get('retry-after'), String(UNAVAILABLE_RETRY_AFTER_SECONDS))
+  const text = response.text.toLowerCase()
+  for (const leak of LEAKS) assert.ok(!text.includes(leak), `the 503 body mentions "${leak}": ${response.text}`)
+}
+
+/** Runs `send` and fails if it takes longer than ANSWER_BOUND_MS (a hang), without waiting for it forever. */
+async function answeredInTime(send: () => Promise<Response>): Promise<Response> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ANSWER_BOUND_MS} ms: the request hangs`)), ANSWER_BOUND_MS)
+  })
+  try {
+    return await Promise.race([send(), late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+// ---- PostgreSQL: a proxy we can cut ------------------------------------------------------------------------
+
+interface DatabaseProxy {
+  /** `databaseUrl` with its host and port replaced by the proxy's. */
+  via(databaseUrl: string): string
+  /** Destroys every live connection and resets every new one at once (a server that is down). */
+  cut(): void
+  /** Accepts connections and holds them, forwarding nothing either way, on old connections too (a silent server). */
+  blackhole(): void
+  /** Forwards nothing on the connections open now; new ones work (a firewall that forgot those flows). */
+  silenceExisting(): void
+  /** Forwards again; connections held by a blackhole are closed, their protocol state is lost. */
+  restore(): void
+  close(): Promise<void>
+}
+
+async function startDatabaseProxy(targetUrl: string): Promise<DatabaseProxy> {
+  const target = new URL(targetUrl)
+  let mode: 'open' | 'cut' | 'blackhole' = 'open'
+  const sockets = new Set<net.Socket>()
+  const silenced = new WeakSet<net.Socket>()
+  const track = (socket: net.Socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+    socket.once('close', () => sockets.delete(socket))
+    return socket
+  }
+  const destroyAll = () => {
+    for (const socket of sockets) socket.destroy()
+  }
+
+  const server = net.createServer((client) => {
+    track(client)
+    if (mode === 'cut') {
+      client.resetAndDestroy()
+      return
+    }
+    if (mode === 'blackhole') {
+      client.resume() // read and drop
+      return
+    }
+    const upstream = track(net.connect(Number(target.port || 5432), target.hostname))
+    const flows = () => mode === 'open' && !silenced.has(client)
+    client.on('data', (chunk) => flows() && upstream.write(chunk))
+    upstream.on('data', (chunk) => flows() && client.write(chunk))
+    client.once('close', () => upstream.destroy())
+    upstream.once('close', () => client.destroy())
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as net.AddressInfo
+
+  return {
+    via(databaseUrl) {
+      const url = new URL(databaseUrl)
+      url.hostname = '127.0.0.1'
+      url.port = String(port)
+      return url.toString()
+    },
+    cut() {
+      mode = 'cut'
+      destroyAll()
+    },
+    blackhole() {
+      mode = 'blackhole'
+    },
+    silenceExisting() {
+      for (const socket of sockets) silenced.add(socket)
+    },
+    restore() {
+      if (mode === 'blackhole') destroyAll()
+      for (const socket of sockets) if (silenced.has(socket)) socket.destroy()
+      mode = 'open'
+    },
+    async close() {
+      destroyAll()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+/** Counts read straight from the test database, past the proxy. */
+async function storedCounts(databaseUrl: string): Promise<{ listings: number; items: number; counters: number }> {
+  const client = new pg.Client({ connectionString: databaseUrl })
+  await client.connect()
+  try {
+    const { rows } = await client.query(`select
+      (select count(*) from listings)::int as listings,
+      (select count(*) from listing_items)::int as items,
+      (select coalesce(sum(listing_count), 0)::int from providers) as counters`)
+    return rows[0]
+  } finally {
+    await client.end()
+  }
+}
+
+if (dialects.includes('postgres')) {
+  describe('PostgreSQL outage, through a proxy [postgres]', () => {
+    let proxy: DatabaseProxy
+    const service = {} as TestService
+    let cached: TestProvider
+    let uncached: TestProvider
+    let created = 0
+
+    before(async () => {
+      proxy = await startDatabaseProxy(TEST_POSTGRES_URL)
+      Object.assign(service, await startService('postgres', { connectVia: (url) => proxy.via(url) }))
+      cached = await service.newProvider()
+      // Its token is first used during an outage, so authentication itself must ask the database.
+      uncached = await service.newProvider()
+      assert.equal((await service.create(cached.token, listingBody({}, 2))).status, 201)
+      created += 1
+      assert.equal((await service.list(cached.token)).status, 200)
+    })
+    after(async () => {
+      proxy?.restore()
+      await service.close?.()
+      await proxy?.close()
+    })
+
+    // First, while the pool holds few connections: each silenced one costs one 503 before it is dropped.
+    test('a connection that went silent is dropped after its timeout: the next request gets a new one', async () => {
+      proxy.silenceExisting()
+      try {
+        assertUnavailable(await answeredInTime(() => service.create(cached.token, listingBody())))
+        // Had the timed-out client gone back to the pool, the next request would take it again (the pool reuses
+        // the most recently released one) and fail the same way, every time.
+        let answer: Response | undefined
+        for (let attempt = 0; attempt < 3 && answer?.status !== 201; attempt += 1) {
+          answer = await answeredInTime(() => service.create(cached.token, listingBody()))
+        }
+        assert.equal(answer?.status, 201, answer?.text)
+        created += 1
+      } finally {
+        proxy.restore()
+      }
+    })
+
+    test('database down: create, list and authentication answer 503, /readyz 503, nothing stored; then it recovers', async () => {
+      const before = await storedCounts(service.databaseUrl)
+      proxy.cut()
+      try {
+        const failedCreate = await answeredInTime(() =>
+          service.request('POST', '/api/v1/listing/create', {
+            token: cached.token,
+            json: listingBody({}, 3),
+            headers: { 'x-request-id': 'outage-create' },
+          }),
+        )
+        assertUnavailable(failedCreate)
+        assert.equal(failedCreate.headers.get('x-request-id'), 'outage-create')
+        assertUnavailable(await answeredInTime(() => service.list(cached.token)))
+        assertUnavailable(await answeredInTime(() => service.list(uncached.token)))
+        assertUnavailable(await answeredInTime(() => service.create(uncached.token, listingBody())))
+        assertProblem(await answeredInTime(() => service.request('GET', '/readyz')), 503, 'unavailable')
+        assert.equal((await service.request('GET', '/healthz')).status, 200)
+      } finally {
+        proxy.restore()
+      }
+      assert.deepEqual(await storedCounts(service.databaseUrl), before)
+
+      // Same process, same pool: broken connections were dropped and new ones prepare their statements again.
+      assert.equal((await service.request('GET', '/readyz')).status, 200)
+      const again = await service.create(cached.token, listingBody({}, 3))
+      assert.equal(again.status, 201, again.text)
+      created += 1
+      const listed = await service.list(cached.token)
+      assert.equal(listed.status, 200, listed.text)
+      assert.equal(listed.body.recordCount, created)
+      const other = await service.list(uncached.token)
+      assert.equal(other.status, 200, other.text)
+      assert.equal(other.body.recordCount, 0)
+    })
+
+    test('database silent (accepts, never answers): requests end as 503 in bounded time, then it recovers', async () => {
+      const before = await storedCounts(service.databaseUrl)
+      // A warm connection in the pool, so the silent server is met on an open connection as well as on new ones.
+      assert.equal((await service.list(cached.token)).status, 200)
+      // Past the token cache, so authentication asks the (silent) database too.
+      service.clock.now += 60_000
+      proxy.blackhole()
+      try {
+        // At once: each waits out a timeout, and a hang would show in any of them.
+        const [create, list, ready] = await Promise.all([
+          answeredInTime(() => service.create(cached.token, listingBody({}, 100))),
+          answeredInTime(() => service.list(uncached.token)),
+          answeredInTime(() => service.request('GET', '/readyz')),
+        ])
+        assertUnavailable(create)
+        assertUnavailable(list)
+        assertProblem(ready, 503, 'unavailable')
+      } finally {
+        proxy.restore()
+      }
+      assert.deepEqual(await storedCounts(service.databaseUrl), before)
+
+      const again = await service.create(cached.token, listingBody({}, 100))
+      assert.equal(again.status, 201, again.text)
+      created += 1
+      const listed = await service.list(cached.token)
+      assert.equal(listed.status, 200, listed.text)
+      assert.equal(listed.body.recordCount, created)
+    })
+  })
+
+  describe('PostgreSQL time bounds spare migrations [postgres]', () => {
+    test('a migration waiting longer than the request bounds for another instance\'s migration lock still succeeds', async () => {
+      const testDatabase = await createTestDatabase('postgres')
+      const database = openDatabase(testDatabase.url)
+      const holder = new pg.Client({ connectionString: testDatabase.url })
+      try {
+        await migrate(database)
+        await holder.connect()
+        // Another instance migrating: it holds the migration lock (dialect.ts beginExclusive) past both bounds.
+        await holder.query('begin')
+        await holder.query('select pg_advisory_xact_lock(7305196381042)')
+        const waiting = migrate(database)
+        const outcome = await Promise.race([
+          waiting.then(
+            () => 'finished',
+            (error: Error) => `failed: ${error.message}`,
+          ),
+          new Promise((resolve) => setTimeout(resolve, 8000, 'waiting')),
+        ])
+        assert.equal(outcome, 'waiting', 'the migration gave up while the lock was held')
+        await holder.query('commit')
+        assert.deepEqual(await waiting, [])
+      } finally {
+        await holder.end().catch(() => {})
+        await database.close()
+        await testDatabase.drop()
+      }
+    })
+  })
+
+  describe('PostgreSQL outage, the service as a real process [postgres]', () => {
+    test('cut: create and /readyz answer 503 (logged with the request id); restored: 201 from the same process', async () => {
+      const proxy = await startDatabaseProxy(TEST_POSTGRES_URL)
+      const database = await createTestDatabase('postgres')
+      const server = await startServer({ DATABASE_URL: proxy.via(database.url) })
+      try {
+        const issued = await runCli(['provider', 'create', '--name', 'outage'], { DATABASE_URL: database.url })
+        assert.equal(issued.code, 0, issued.stderr)
+        const { token } = JSON.parse(issued.stdout) as { token: string }
+        const create = async (requestId: string) => {
+          const response = await fetch(`${server.baseUrl}/api/v1/listing/create`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-request-id': requestId },
+            body: JSON.stringify(listingBody()),
+          })
+          const text = await response.text()
+          return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
+        }
+        const ready = async () => {
+          const response = await fetch(`${server.baseUrl}/readyz`)
+          const text = await response.text()
+          return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
+        }
+
+        assert.equal((await create('before-outage')).status, 201)
+        proxy.cut()
+        assertUnavailable(await answeredInTime(() => create('during-outage')))
+        assertProblem(await answeredInTime(ready), 503, 'unavailable')
+        const logged = await server.waitForLog((line) => line.requestId === 'during-outage' && line.msg === 'database unavailable')
+        assert.equal(logged.level, 40, 'logged as a warning')
+
+        proxy.restore()
+        assert.equal((await ready()).status, 200)
+        const after = await create('after-outage')
+        assert.equal(after.status, 201, after.text)
+        assert.equal(server.child.exitCode, null, 'the same process answers')
+      } finally {
+        proxy.restore()
+        await server.stop()
+        await database.drop()
+        await proxy.close()
+      }
+    })
+  })
+}
+
+// ---- SQLite: locked, read-only, full -------------------------------------------------------------------------
+
+if (dialects.includes('sqlite')) {
+  describe('SQLite unavailable [sqlite]', () => {
+    const service = {} as TestService
+    let provider: TestProvider
+    before(async () => {
+      Object.assign(service, await startService('sqlite'))
+      provider = await service.newProvider()
+      assert.equal((await service.create(provider.token, listingBody({}, 2))).status, 201)
+    })
+    after(async () => {
+      await service.close?.()
+    })
+
+    const file = () => service.databaseUrl.slice('sqlite:'.length)
+    const pragma = async (text: string) =>
+      (await sql.raw<Record<string, unknown>>(`pragma ${text}`).execute(service.database.kysely)).rows
+
+    async function snapshot() {
+      const listed = await service.list(provider.token)
+      assert.equal(listed.status, 200, listed.text)
+      return { listings: await countListings(service), items: await countItems(service), recordCount: listed.body.recordCount }
+    }
+
+    test('another connection holds the write lock past busy_timeout: create 503, nothing stored, reads still answer', async () => {
+      const before = await snapshot()
+      const other = new SQLite(file())
+      try {
+        other.exec('begin immediate')
+        assertUnavailable(await answeredInTime(() => service.create(provider.token, listingBody({}, 5))))
+        // WAL: readers do not wait for the writer.
+        const listed = await service.list(provider.token)
+        assert.equal(listed.status, 200, listed.text)
+        assert.equal(listed.body.recordCount, before.recordCount)
+      } finally {
+        other.exec('rollback')
+        other.close()
+      }
+      assert.deepEqual(await snapshot(), before)
+      assert.equal((await service.create(provider.token, listingBody())).status, 201)
+    })
+
+    // Simulates read-only media inside SQLite: we run as root, so file permissions would not stop our writes.
+    test('read-only database: create 503, reads still answer, writable again without restart', async () => {
+      const before = await snapshot()
+      await pragma('query_only = on')
+      try {
+        assertUnavailable(await service.create(provider.token, listingBody({}, 3)))
+        assert.equal((await service.list(provider.token)).status, 200)
+      } finally {
+        await pragma('query_only = off')
+      }
+      assert.deepEqual(await snapshot(), before)
+      assert.equal((await service.create(provider.token, listingBody())).status, 201)
+    })
+
+    // Simulates a full disk inside SQLite (max_page_count): no tmpfs can be mounted and filled here.
+    test('disk full: a large create answers 503, stores nothing, the file stays intact; space again, it succeeds', async () => {
+      const before = await snapshot()
+      const pages = (await pragma('page_count'))[0]?.page_count
+      const limit = (await pragma('max_page_count'))[0]?.max_page_count
+      const long = 'x'.repeat(200)
+      const big = listingBody({}, 100)
+      big.items = big.items.map((_: unknown, i: number) => item(i, { displayName: { ar: long, en: long } }))
+      await pragma(`max_page_count = ${pages}`)
+      try {
+        assertUnavailable(await service.create(provider.token, big))
+      } finally {
+        await pragma(`max_page_count = ${limit}`)
+      }
+      assert.deepEqual(await snapshot(), before)
+      assert.deepEqual(await pragma('integrity_check'), [{ integrity_check: 'ok' }])
+      const again = await service.create(provider.token, big)
+      assert.equal(again.status, 201, again.text)
+      assert.equal((await snapshot()).items, before.items + 100)
+    })
+  })
+
+  describe('SQLite disk full for real: the service as a process under RLIMIT_FSIZE [sqlite]', () => {
+    // A real write failure (EFBIG from the kernel; Node ignores SIGXFSZ), not a pragma: the soft file-size limit
+    // of the running server is lowered with prlimit(1), then lifted again (only the soft one: raising a hard
+    // limit needs CAP_SYS_RESOURCE, which this container lacks). Skipped where prlimit is missing.
+    const prlimit = spawnSync('prlimit', ['--version']).status === 0
+    test('writes past the limit answer 503 and store nothing; the limit lifted, the same process creates again', { skip: !prlimit && 'prlimit(1) is not installed' }, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'listing-outage-'))
+      const file = join(dir, 'listings.db')
+      const server = await startServer({ DATABASE_URL: `sqlite:${file}` })
+      try {
+        const [token] = server.printedTokens()
+        assert.ok(token, server.stdout())
+        const send = async (path: string, body?: unknown) => {
+          const response = await fetch(`${server.baseUrl}${path}`, {
+            method: body === undefined ? 'GET' : 'POST',
+            headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          })
+          const text = await response.text()
+          return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) as any }
+        }
+        const long = 'x'.repeat(200)
+        const big = () => {
+          const body = listingBody({}, 100)
+          body.items = body.items.map((_: unknown, i: number) => item(i, { displayName: { ar: long, en: long } }))
+          return body
+        }
+        assert.equal((await send('/api/v1/listing/create', big())).status, 201)
+
+        // Room for a little more than the files hold now: a few large creates fit, then a write fails.
+        const limit = Math.max(statSync(file).size, statSync(`${file}-wal`).size) + 256 * 1024
+        const limited = spawnSync('prlimit', ['--pid', String(server.child.pid), `--fsize=${limit}:unlimited`])
+        assert.equal(limited.status, 0, String(limited.stderr))
+        let stored = 1
+        let failed: Response | undefined
+        for (let attempt = 0; attempt < 40 && !failed; attempt += 1) {
+          const answer = await send('/api/v1/listing/create', big())
+          if (answer.status === 201) stored += 1
+          else failed = answer
+        }
+        assert.ok(failed, 'no create failed under the file-size limit')
+        assertUnavailable(failed)
+        const logged = await server.waitForLog((line) => line.msg === 'database unavailable')
+        // The kernel's EFBIG, as SQLite reports a failed write.
+        assert.match(String(logged.err?.code), /^SQLITE_(FULL|IOERR)/, JSON.stringify(logged))
+        const listed = await send('/api/v1/listing')
+        assert.equal(listed.status, 200, listed.text)
+        assert.equal(listed.body.recordCount, stored)
+
+        const lifted = spawnSync('prlimit', ['--pid', String(server.child.pid), '--fsize=unlimited:unlimited'])
+        assert.equal(lifted.status, 0, String(lifted.stderr))
+        const again = await send('/api/v1/listing/create', big())
+        assert.equal(again.status, 201, again.text)
+        assert.equal(server.child.exitCode, null, 'the same process answers')
+        const stopped = await server.stop()
+        assert.equal(stopped.code, 0, server.stderr())
+
+        const check = new SQLite(file, { readonly: true })
+        try {
+          assert.deepEqual(check.pragma('integrity_check'), [{ integrity_check: 'ok' }])
+          assert.equal((check.prepare('select count(*) as n from listings').get() as { n: number }).n, stored + 1)
+          assert.equal((check.prepare('select count(*) as n from listing_items').get() as { n: number }).n, (stored + 1) * 100)
+        } finally {
+          check.close()
+        }
+      } finally {
+        await server.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  })
+
+  describe('SQLite corruption is not an outage [sqlite]', () => {
+    test('a damaged table answers 500 (not 503: waiting cannot repair it) and is logged at the fatal level', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'listing-outage-'))
+      const file = join(dir, 'listings.db')
+      let server = await startServer({ DATABASE_URL: `sqlite:${file}` })
+      try {
+        const [token] = server.printedTokens()
+        const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+        const created = await fetch(`${server.baseUrl}/api/v1/listing/create`, { method: 'POST', headers, body: JSON.stringify(listingBody()) })
+        assert.equal(created.status, 201)
+        assert.equal((await server.stop()).code, 0)
+
+        // The listings table's root page (its only page, for one listing) gets a page type no b-tree has.
+        const db = new SQLite(file)
+        const { rootpage } = db.prepare(`select rootpage from sqlite_master where name = 'listings'`).get() as { rootpage: number }
+        const pageSize = db.pragma('page_size', { simple: true }) as number
+        db.close()
+        const fd = openSync(file, 'r+')
+        writeSync(fd, Buffer.from([0xff]), 0, 1, (rootpage - 1) * pageSize)
+        closeSync(fd)
+
+        server = await startServer({ DATABASE_URL: `sqlite:${file}` })
+        const listed = await fetch(`${server.baseUrl}/api/v1/listing`, { headers: { ...headers, 'x-request-id': 'corrupt-page' } })
+        const text = await listed.text()
+        assertProblem({ status: listed.status, headers: listed.headers, text, body: parseJsonOrUndefined(text) }, 500, 'internal')
+        const logged = await server.waitForLog((line) => line.requestId === 'corrupt-page' && line.msg === 'database corruption detected')
+        assert.equal(logged.level, 60, 'logged as fatal')
+      } finally {
+        await server.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  })
+}
