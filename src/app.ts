@@ -15,6 +15,7 @@ import { ListingRepository } from './listings/repository.js'
 import { listingRoutes } from './listings/routes.js'
 import { authenticate } from './providers/authenticate.js'
 import { ProviderRepository } from './providers/repository.js'
+import { limiterFromSettings } from './rate-limit/limiter.js'
 
 export interface AppDependencies {
   config: Config
@@ -24,6 +25,12 @@ export interface AppDependencies {
   checkImages?: ImageCheck
   /** A pino logger; none means silent (tests). */
   logger?: FastifyBaseLogger
+  rateLimit?: {
+    /** Redis key prefix for the counters (tests isolate themselves on a shared Redis). */
+    keyPrefix?: string
+    /** Called each time the counter store fails and a request is served without limit (metrics). */
+    onStoreError?: (error: Error) => void
+  }
 }
 
 /** Request bodies above this are refused with 413 before they are read (contract §5). */
@@ -90,9 +97,21 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   const providers = new ProviderRepository(database)
   const listings = new ListingRepository(database)
+  const limiter = limiterFromSettings({
+    limit: config.RATE_LIMIT_PER_MINUTE,
+    redisUrl: config.REDIS_URL,
+    clock,
+    ...deps.rateLimit,
+  })
+  if (limiter) {
+    app.addHook('onReady', limiter.ready)
+    app.addHook('onClose', limiter.close)
+  }
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticate(providers, clock))
+      // After authentication: the budget is the provider's, and a 401 costs none of it.
+      if (limiter) api.addHook('onRequest', limiter.onRequest)
       api.addHook('onRoute', documentBearerAuth)
       // Its own 404 handler keeps unknown /api/v1 paths behind authentication too.
       api.setNotFoundHandler(notFoundHandler)
