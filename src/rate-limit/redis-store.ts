@@ -51,8 +51,9 @@ export class RedisStore implements RateLimitStore {
       // Never gives up: when Redis comes back, limiting resumes without a restart.
       retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
     })
-    // Without a listener, ioredis's connection errors would crash the process. They need no handling here:
-    // every request meanwhile fails its hit() and the limiter reports that, at a bounded rate.
+    // Without a listener, ioredis writes every failed reconnect's stack to stderr, past the logger, several times
+    // a second while Redis is down (an EventEmitter's unheard 'error' would even crash the process). Nothing
+    // else is needed here: each request meanwhile fails its hit(), and the limiter reports that at a bounded rate.
     redis.on('error', () => {})
     redis.defineCommand('rateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT })
     this.#redis = redis as RateLimitRedis
