@@ -172,6 +172,16 @@ describe('RATE_LIMIT_PER_MINUTE=0', () => {
 })
 
 describe('MemoryStore', () => {
+  test('a window ends on time for its key, also between two sweeps', async () => {
+    const store = new MemoryStore(60_000)
+    await store.hit('a', 0)
+    assert.deepEqual(await store.hit('b', 30_000), { count: 1, resetAtMs: 90_000 })
+    assert.deepEqual(await store.hit('b', 89_999), { count: 2, resetAtMs: 90_000 })
+    // The sweep of t=60 000 came before b's window ended; the next is not due before t=120 000.
+    await store.hit('a', 60_000)
+    assert.deepEqual(await store.hit('b', 90_000), { count: 1, resetAtMs: 150_000 })
+  })
+
   test('keeps no window past its end: memory is bounded by the keys of the last two windows', async () => {
     const store = new MemoryStore(60_000)
     for (let i = 0; i < 1000; i++) await store.hit(`provider-${i}`, 1_000_000 + i)
