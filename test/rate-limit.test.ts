@@ -11,6 +11,7 @@ import { openDatabase, type Database } from '../src/db/connection.js'
 import { MemoryStore } from '../src/rate-limit/memory-store.js'
 import { listingBody } from './fixtures.js'
 import {
+  createTestDatabase,
   describeEachDialect,
   parseJsonOrUndefined,
   startService,
@@ -20,6 +21,7 @@ import {
   type TestService,
 } from './helper.js'
 import { assertProblem } from './http-support.js'
+import { startServer } from './process.js'
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js'
 
 // Contract §8: over RATE_LIMIT_PER_MINUTE requests in a minute, one provider gets 429 with Retry-After; every
@@ -258,6 +260,33 @@ describe('rate-limit store failures in the log', () => {
   })
 })
 
+describe('the service as a process, with REDIS_URL at a closed port', () => {
+  test('starts, serves without limit, warns once in its log, and exits 0 on SIGTERM', async () => {
+    const closed = await connectionCounter()
+    await closed.close()
+    const database = await createTestDatabase('sqlite')
+    const server = await startServer({ DATABASE_URL: database.url, REDIS_URL: closed.url }, { timeoutMs: 30_000 })
+    try {
+      const [token] = server.printedTokens()
+      for (let i = 0; i < 3; i++) {
+        const response = await fetch(`${server.baseUrl}/api/v1/listing`, { headers: { authorization: `Bearer ${token}` } })
+        assert.equal(response.status, 200)
+        assert.equal(response.headers.get('ratelimit'), null)
+      }
+      const warning = await server.waitForLog((line) => line.msg === 'rate-limit store failed; serving without limits')
+      assert.equal(warning.level, 40)
+      assert.deepEqual(await server.stop('SIGTERM'), { code: 0, signal: null })
+      const warnings = server.logLines().filter((line) => line.msg === warning.msg)
+      assert.equal(warnings.length, 1)
+      // The connection errors themselves stay out of stderr (ioredis prints them there when nobody listens).
+      assert.doesNotMatch(server.stderr(), /ioredis/)
+    } finally {
+      await server.stop('SIGKILL')
+      await database.drop()
+    }
+  })
+})
+
 // ---- Redis: one budget for every instance, and a Redis that fails never fails a request -----------------------------
 
 /** A Redis key prefix of this test's own, so that tests sharing one Redis never count each other's requests. */
@@ -273,6 +302,14 @@ async function deleteKeys(prefix: string): Promise<void> {
   } finally {
     redis.disconnect()
   }
+}
+
+/** TEST_REDIS_URL, reached through `proxy`. */
+function proxied(proxy: TcpProxy): string {
+  const url = new URL(TEST_REDIS_URL)
+  url.hostname = '127.0.0.1'
+  url.port = String(proxy.port)
+  return url.toString()
 }
 
 /** A second instance of the service: its own app and database connection over the first one's database. */
@@ -335,6 +372,29 @@ if (await testRedis()) {
     })
   })
 
+  describe('the Redis connection [sqlite]', () => {
+    test('is closed with the app', async () => {
+      const target = new URL(TEST_REDIS_URL)
+      const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) })
+      const keyPrefix = newKeyPrefix()
+      try {
+        const service = await startService('sqlite', { env: { ...limited, REDIS_URL: proxied(proxy) }, rateLimit: { keyPrefix } })
+        const { token } = await service.newProvider()
+        assert.ok(rateLimitOf(await service.list(token)))
+        assert.equal(proxy.connections(), 1)
+        await service.close()
+        const deadline = Date.now() + 5000
+        while (proxy.connections() > 0) {
+          assert.ok(Date.now() < deadline, 'the connection is still open 5 s after the app closed')
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+      } finally {
+        await proxy.close()
+        await deleteKeys(keyPrefix)
+      }
+    })
+  })
+
   describe('rate limit when Redis fails [sqlite]', () => {
     const target = new URL(TEST_REDIS_URL)
     const keyPrefix = newKeyPrefix()
@@ -344,13 +404,10 @@ if (await testRedis()) {
 
     before(async () => {
       proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) })
-      const proxied = new URL(TEST_REDIS_URL)
-      proxied.hostname = '127.0.0.1'
-      proxied.port = String(proxy.port)
       Object.assign(
         service,
         await startService('sqlite', {
-          env: { ...limited, REDIS_URL: proxied.toString() },
+          env: { ...limited, REDIS_URL: proxied(proxy) },
           checkImages: acceptImages,
           rateLimit: { keyPrefix, onStoreError: (error) => storeErrors.push(error) },
         }),

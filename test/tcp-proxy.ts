@@ -10,6 +10,8 @@ import net from 'node:net'
  */
 export interface TcpProxy {
   port: number
+  /** Connections from clients open now. */
+  connections(): number
   forward(): void
   refuse(): void
   stall(): void
@@ -27,6 +29,7 @@ interface Pipe {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let mode: Mode = 'forward'
   const sockets = new Set<net.Socket>()
+  const clients = new Set<net.Socket>()
   const pipes = new Set<Pipe>()
 
   function track(socket: net.Socket): void {
@@ -47,6 +50,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
 
   const server = net.createServer((client) => {
     track(client)
+    clients.add(client)
+    client.on('close', () => clients.delete(client))
     if (mode === 'refuse') {
       client.destroy()
       return
@@ -60,6 +65,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
 
   return {
     port: (server.address() as net.AddressInfo).port,
+    connections: () => clients.size,
     forward() {
       mode = 'forward'
       for (const pipe of pipes) {
