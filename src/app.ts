@@ -19,6 +19,7 @@ import { listingRoutes } from './listings/routes.js'
 import { Metrics } from './metrics.js'
 import { authenticate } from './providers/authenticate.js'
 import { ProviderRepository } from './providers/repository.js'
+import { limiterFromSettings } from './rate-limit/limiter.js'
 
 export interface AppDependencies {
   config: Config
@@ -32,6 +33,12 @@ export interface AppDependencies {
   metrics?: Metrics
   /** Shutdown state that server.ts drives on SIGTERM/SIGINT; none means a fresh one nobody drains. */
   drain?: Drain
+  rateLimit?: {
+    /** Redis key prefix for the counters (tests isolate themselves on a shared Redis). */
+    keyPrefix?: string
+    /** Called, besides counting it in metrics, each time the store fails and a request is served without limit. */
+    onStoreError?: (error: Error) => void
+  }
 }
 
 // Keeps a byte-order mark as U+FEFF, which JSON.parse then refuses: RFC 8259 §8.1 forbids sending one.
@@ -135,9 +142,25 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   const providers = new ProviderRepository(database)
   const listings = new ListingRepository(database)
+  const limiter = limiterFromSettings({
+    limit: config.RATE_LIMIT_PER_MINUTE,
+    redisUrl: config.REDIS_URL,
+    clock,
+    keyPrefix: deps.rateLimit?.keyPrefix,
+    onStoreError(error) {
+      metrics.countRateLimitStoreError(error)
+      deps.rateLimit?.onStoreError?.(error)
+    },
+  })
+  if (limiter) {
+    app.addHook('onReady', limiter.ready)
+    app.addHook('onClose', limiter.close)
+  }
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticate(providers, clock))
+      // After authentication: the budget is the provider's, and a 401 costs none of it.
+      if (limiter) api.addHook('onRequest', limiter.onRequest)
       api.addHook('onRoute', documentBearerAuth)
       // Its own 404 handler keeps unknown /api/v1 paths behind authentication too.
       api.setNotFoundHandler(notFoundHandler)

@@ -4,8 +4,9 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
 import pg from 'pg'
-import { buildApp } from '../src/app.js'
+import { buildApp, type AppDependencies } from '../src/app.js'
 import { loadConfig, type Config } from '../src/config.js'
 import { openDatabase, type Database, type DialectName } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
@@ -51,6 +52,36 @@ export async function testDialects(): Promise<DialectName[]> {
     }
   }
   return dialects
+}
+
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+let redisAnswers: Promise<boolean> | undefined
+
+async function probeRedis(): Promise<boolean> {
+  const client = new Redis(TEST_REDIS_URL, { lazyConnect: true, connectTimeout: 3000, retryStrategy: () => null })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    return (await client.ping()) === 'PONG'
+  } catch {
+    return false
+  } finally {
+    client.disconnect()
+  }
+}
+
+/**
+ * Whether this run covers the tests that need Redis: true when it answers at TEST_REDIS_URL. When it does not,
+ * they are skipped with a loud line, except under CI=true, where that fails the run (as testDialects does).
+ */
+export async function testRedis(): Promise<boolean> {
+  redisAnswers ??= probeRedis()
+  if (await redisAnswers) return true
+  if (process.env.CI === 'true') throw new Error(`Redis does not answer at ${TEST_REDIS_URL}, and CI=true requires it`)
+  console.warn(`\n!!!!! Redis does not answer at ${TEST_REDIS_URL}: its tests are SKIPPED !!!!!\n`)
+  test('Redis half of this file', { skip: `Redis does not answer at ${TEST_REDIS_URL}` })
+  return false
 }
 
 export interface TestDatabase {
@@ -147,6 +178,7 @@ export interface ServiceOptions {
   checkImages?: ImageCheck
   /** The URL the service connects with, given its test database's (e.g. through a proxy a test can cut). */
   connectVia?: (databaseUrl: string) => string
+  rateLimit?: AppDependencies['rateLimit']
 }
 
 /** The real service on a real database, listening on 127.0.0.1 at a free port. */
@@ -164,7 +196,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
   const database = openDatabase(config.DATABASE_URL, { observeQuery: metrics.observeQuery })
   await migrate(database)
   const clock = testClock()
-  const app = await buildApp({ config, database, clock, checkImages: options.checkImages, metrics })
+  const app = await buildApp({ config, database, clock, checkImages: options.checkImages, metrics, rateLimit: options.rateLimit })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   const providers = new ProviderRepository(database)
   let providerCount = 0

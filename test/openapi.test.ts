@@ -89,6 +89,8 @@ interface Provocation {
   send(service: TestService, token: string): Promise<Response>
   /** Breaks the service's database first; such a provocation gets a service of its own. */
   breakDatabase?(service: TestService, token: string): Promise<void>
+  /** Configuration for a service of its own. */
+  env?: Record<string, string>
 }
 
 const withImage = (url: string) => listingBody({ brand: { ...listingBody().brand, imageUrl: url } })
@@ -160,8 +162,25 @@ const provocations: Record<ProblemType, Provocation[]> = {
   'unsupported-image-format': [
     { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/tiny.pdf'))) },
   ],
-  // The rate limiter is not built yet (README, Configuration): no route answers 429 today.
-  'rate-limited': [],
+  // A budget of one request: a first one (a cheap 400) spends it, the second is refused.
+  'rate-limited': [
+    {
+      route: CREATE,
+      env: { RATE_LIMIT_PER_MINUTE: '1' },
+      async send(service, token) {
+        assert.equal((await service.create(token, {})).status, 400)
+        return service.create(token, listingBody())
+      },
+    },
+    {
+      route: LIST,
+      env: { RATE_LIMIT_PER_MINUTE: '1' },
+      async send(service, token) {
+        assert.equal((await service.list(token)).status, 200)
+        return service.list(token)
+      },
+    },
+  ],
   internal: [
     { route: CREATE, breakDatabase: dropItems, send: (service, token) => service.create(token, listingBody()) },
     {
@@ -204,17 +223,17 @@ const provocations: Record<ProblemType, Provocation[]> = {
   ],
 }
 
-/** Sends a provocation, on a service of its own when it breaks the database. */
+/** Sends a provocation, on a service of its own when it breaks the database or needs its own configuration. */
 async function provoke(service: TestService, provocation: Provocation): Promise<Response> {
-  if (!provocation.breakDatabase) return provocation.send(service, (await service.newProvider()).token)
-  const broken = await startService('sqlite')
+  if (!provocation.breakDatabase && !provocation.env) return provocation.send(service, (await service.newProvider()).token)
+  const own = await startService('sqlite', { env: provocation.env })
   try {
-    const { token } = await broken.newProvider()
-    await provocation.breakDatabase(broken, token)
-    return await provocation.send(broken, token)
+    const { token } = await own.newProvider()
+    await provocation.breakDatabase?.(own, token)
+    return await provocation.send(own, token)
   } finally {
     // Closing a database twice is harmless; the readiness provocation has already closed it.
-    await broken.close()
+    await own.close()
   }
 }
 

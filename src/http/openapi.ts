@@ -29,6 +29,11 @@ first, so without a valid one such a path answers \`401\`.
 **Retries.** \`referenceId\` makes a create safe to retry: the same body again answers \`200\` with the original
 listing; a different body with the same \`referenceId\` is \`409\`.
 
+**Rate limits.** Each provider may send \`RATE_LIMIT_PER_MINUTE\` requests (600 by default) to \`/api/v1\` per
+60-second window; beyond that the answer is \`429\` with \`Retry-After\` (seconds). Responses after authentication
+carry \`RateLimit-Policy\` and \`RateLimit\` (draft-ietf-httpapi-ratelimit-headers): the quota, and what is left of
+it with the seconds until the window resets.
+
 **Request ids.** Every response carries \`X-Request-Id\`: the one you sent (1–128 visible ASCII characters), or a
 generated one.`
 
@@ -38,12 +43,15 @@ export function jsonResponse(description: string, schema: object, examples: Reco
   return { description, content: { 'application/json': { schema, examples: named } } }
 }
 
-/** onRoute hook for the routes behind authenticate(): they need the bearer token and can answer 401. */
+/**
+ * onRoute hook for the routes behind authenticate() and the rate limiter: they need the bearer token and can
+ * answer 401 and 429.
+ */
 export function documentBearerAuth(route: RouteOptions): void {
   route.schema = {
     ...route.schema,
     security: [{ [BEARER]: [] }],
-    'x-problems': ['unauthorized', ...(route.schema?.['x-problems'] ?? [])],
+    'x-problems': ['unauthorized', 'rate-limited', ...(route.schema?.['x-problems'] ?? [])],
   }
 }
 

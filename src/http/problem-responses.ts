@@ -57,7 +57,39 @@ const problemHeaders: Partial<Record<ProblemType, Record<string, object>>> = {
       schema: { type: 'string' },
     },
   },
+  'rate-limited': {
+    'Retry-After': {
+      description: 'Seconds until the window resets and requests are accepted again (at least 1).',
+      schema: { type: 'integer', minimum: 1 },
+      example: 12,
+    },
+  },
 }
+
+/**
+ * The rate limiter's headers (draft-ietf-httpapi-ratelimit-headers-11) are on every response of an operation that
+ * can answer 429, except its 401: an unauthenticated request has no provider, so no budget.
+ */
+const rateLimitHeaders: Record<string, object> = {
+  'RateLimit-Policy': {
+    description:
+      'The quota: `q` requests per `w` seconds per provider. Absent when RATE_LIMIT_PER_MINUTE is 0, or when the ' +
+      'counter store does not answer (requests are then served without limit).',
+    schema: { type: 'string' },
+    example: '"default";q=600;w=60',
+  },
+  RateLimit: {
+    description:
+      'What is left of the quota: `r` requests remaining, `t` seconds until the window resets. Absent when ' +
+      'RateLimit-Policy is.',
+    schema: { type: 'string' },
+    example: '"default";r=599;t=60',
+  },
+}
+
+const rateLimitHeaderRefs = Object.fromEntries(
+  Object.keys(rateLimitHeaders).map((name) => [name, { $ref: `#/components/headers/${name}` }]),
+)
 
 /** The parts of an OpenAPI 3.1 document this module reads and writes. */
 interface Response {
@@ -105,6 +137,7 @@ export function addProblemResponses(document: OpenApiDocument): void {
       description: 'Yours when you sent one of 1–128 visible ASCII characters, generated otherwise; quote it when reporting a problem.',
       schema: { type: 'string' },
     },
+    ...rateLimitHeaders,
   }
   for (const pathItem of Object.values(document.paths ?? {})) {
     for (const method of HTTP_METHODS) {
@@ -112,14 +145,19 @@ export function addProblemResponses(document: OpenApiDocument): void {
       if (!operation) continue
       const responses = (operation.responses ??= {})
       const byStatus = new Map<number, ProblemType[]>()
+      const rateLimited = operation['x-problems']?.includes('rate-limited') ?? false
       for (const type of operation['x-problems'] ?? []) {
         const { status } = problemTypes[type]
         byStatus.set(status, [...(byStatus.get(status) ?? []), type])
       }
       delete operation['x-problems']
       for (const [status, types] of byStatus) responses[status] = problemResponse(types, operation)
-      for (const response of Object.values(responses)) {
-        response.headers = { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' }, ...response.headers }
+      for (const [status, response] of Object.entries(responses)) {
+        response.headers = {
+          'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+          ...(rateLimited && status !== String(problemTypes.unauthorized.status) ? rateLimitHeaderRefs : {}),
+          ...response.headers,
+        }
       }
     }
   }

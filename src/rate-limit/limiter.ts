@@ -1,0 +1,105 @@
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import type { Clock } from '../clock.js'
+import { Problem } from '../errors.js'
+import { providerOf } from '../providers/authenticate.js'
+import { MemoryStore } from './memory-store.js'
+import { RedisStore } from './redis-store.js'
+import type { RateLimitStore } from './store.js'
+
+/** Contract §8 counts requests per minute: one fixed window of 60 s per provider. */
+export const WINDOW_MS = 60_000
+
+// The one policy, named in both headers so a client can match them (draft-ietf-httpapi-ratelimit-headers-11).
+const POLICY = 'default'
+
+/** How long a start waits for the store to connect (onReady). */
+const STORE_CONNECT_WAIT_MS = 1000
+
+/** A failing store is reported at most this often; the requests in between are counted in the next report. */
+const STORE_WARNING_INTERVAL_MS = 10_000
+
+export interface RateLimiterOptions {
+  /** Requests per window per provider, at least 1 (RATE_LIMIT_PER_MINUTE; 0 means no limiter is built). */
+  limit: number
+  store: RateLimitStore
+  clock: Clock
+  /** Called on every request the store failed to count (it is then served unlimited); must not throw. */
+  onStoreError?: (error: Error) => void
+}
+
+export interface RateLimiter {
+  /** onRequest hook, registered after authenticate(): the key is the provider's id. */
+  onRequest: onRequestAsyncHookHandler
+  /**
+   * onReady hook: gives the store a moment to connect, so that the first requests after a start are counted
+   * (and no warning is logged for them). A store still down after it is no reason not to start: requests fail open.
+   */
+  ready(): Promise<void>
+  close(): Promise<void>
+}
+
+/**
+ * Per-provider fixed-window limiting. A request over the limit is 429 with Retry-After; every request counted
+ * carries RateLimit-Policy and RateLimit. It fails open: when the store does not answer, requests are served
+ * without limit and without those headers, because an unavailable counter must not make the API unavailable.
+ */
+export function rateLimiter(options: RateLimiterOptions): RateLimiter {
+  const { limit, store, clock } = options
+  const policy = `"${POLICY}";q=${limit};w=${WINDOW_MS / 1000}`
+  let nextWarningAtMs = 0
+  let unreported = 0
+
+  function storeFailed(request: FastifyRequest, error: Error): void {
+    options.onStoreError?.(error)
+    unreported += 1
+    const now = clock()
+    if (now < nextWarningAtMs) return
+    request.log.warn({ err: error, requestsServedUnlimited: unreported }, 'rate-limit store failed; serving without limits')
+    unreported = 0
+    nextWarningAtMs = now + STORE_WARNING_INTERVAL_MS
+  }
+
+  async function onRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const key = providerOf(request).id
+    const now = clock()
+    let window
+    try {
+      window = await store.hit(key, now)
+    } catch (error) {
+      storeFailed(request, error as Error)
+      return
+    }
+    // Whole seconds, rounded up so that a client waiting this long finds a fresh window.
+    const secondsToReset = Math.max(1, Math.ceil((window.resetAtMs - now) / 1000))
+    const remaining = Math.max(0, limit - window.count)
+    reply.header('ratelimit-policy', policy)
+    reply.header('ratelimit', `"${POLICY}";r=${remaining};t=${secondsToReset}`)
+    if (window.count > limit) {
+      throw new Problem('rate-limited', `more than ${limit} requests in a minute; retry after ${secondsToReset} seconds`, {
+        headers: { 'retry-after': String(secondsToReset) },
+      })
+    }
+  }
+
+  return { onRequest, ready: () => store.ready(STORE_CONNECT_WAIT_MS), close: () => store.close() }
+}
+
+export interface RateLimitSettings {
+  /** RATE_LIMIT_PER_MINUTE. */
+  limit: number
+  /** REDIS_URL: set, counts are shared by every instance through Redis; unset, each instance counts alone. */
+  redisUrl: string | undefined
+  clock: Clock
+  /** Redis key prefix (tests isolate themselves with their own). */
+  keyPrefix?: string
+  onStoreError?: (error: Error) => void
+}
+
+/** The limiter the configuration asks for; none when the limit is 0, so no store is even built. */
+export function limiterFromSettings(settings: RateLimitSettings): RateLimiter | undefined {
+  if (settings.limit === 0) return undefined
+  const store = settings.redisUrl
+    ? new RedisStore({ url: settings.redisUrl, windowMs: WINDOW_MS, keyPrefix: settings.keyPrefix })
+    : new MemoryStore(WINDOW_MS)
+  return rateLimiter({ limit: settings.limit, store, clock: settings.clock, onStoreError: settings.onStoreError })
+}

@@ -1,0 +1,40 @@
+import type { RateLimitStore, WindowCount } from './store.js'
+
+/**
+ * Counts in this process only. Memory stays bounded by the keys seen in about the last two windows: an expired
+ * window is replaced on its key's next hit, and once per window a sweep drops those whose key went quiet.
+ * Time is whatever the caller passes (the app's clock), so tests move it instead of sleeping.
+ */
+export class MemoryStore implements RateLimitStore {
+  readonly #windows = new Map<string, WindowCount>()
+  #nextSweepAtMs = 0
+
+  constructor(private readonly windowMs: number) {}
+
+  async hit(key: string, nowMs: number): Promise<WindowCount> {
+    if (nowMs >= this.#nextSweepAtMs) this.#sweep(nowMs)
+    let window = this.#windows.get(key)
+    if (!window || window.resetAtMs <= nowMs) {
+      window = { count: 0, resetAtMs: nowMs + this.windowMs }
+      this.#windows.set(key, window)
+    }
+    window.count += 1
+    return { ...window }
+  }
+
+  /** Windows held now (tests check that expired ones are dropped). */
+  get size(): number {
+    return this.#windows.size
+  }
+
+  async ready(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.#windows.clear()
+  }
+
+  #sweep(nowMs: number): void {
+    for (const [key, window] of this.#windows) if (window.resetAtMs <= nowMs) this.#windows.delete(key)
+    this.#nextSweepAtMs = nowMs + this.windowMs
+  }
+}
