@@ -26,6 +26,19 @@ export const problemTypes = {
     description: 'The Authorization header is missing or malformed, or names an unknown or revoked token.',
   },
   'not-found': { status: 404, title: 'Not found', description: 'No route has this method and path.' },
+  // The next two are answered by the connection before any route sees the request (http/client-errors.ts).
+  'request-timeout': {
+    status: 408,
+    title: 'Request timeout',
+    description:
+      'The headers took longer than HTTP_HEADERS_TIMEOUT_MS, or the whole request longer than ' +
+      'HTTP_REQUEST_TIMEOUT_MS, to arrive; the connection is closed.',
+  },
+  'request-headers-too-large': {
+    status: 431,
+    title: 'Request header fields too large',
+    description: "The request's headers are over the server's limit; the connection is closed.",
+  },
   conflict: {
     status: 409,
     title: 'Conflict',

@@ -124,6 +124,9 @@ const provocations: Record<ProblemType, Provocation[]> = {
   ],
   // Answered for paths no route serves, so no documented route answers with it.
   'not-found': [],
+  // Answered by the connection before any route (test/hostile.test.ts provokes them).
+  'request-timeout': [],
+  'request-headers-too-large': [],
   conflict: [
     {
       route: CREATE,

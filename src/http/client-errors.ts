@@ -1,42 +1,20 @@
 import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
-import { PROBLEM_CONTENT_TYPE, type ProblemBody } from '../errors.js'
+import { Problem, PROBLEM_CONTENT_TYPE } from '../errors.js'
 
 /**
  * Node's HTTP parser refuses some requests before any route sees them: a client too slow to send its headers or
  * body (the timeouts in app.ts), headers over the size limit, or bytes that are not HTTP. Fastify answers those
  * with its own JSON; contract §4 wants every error as problem+json with an X-Request-Id, so this answers them.
- * They concern the connection, not a route, which is why they are not among the route problems of errors.ts.
+ * They concern the connection, not a route, so no operation of the OpenAPI document lists them.
  */
 
-interface ConnectionProblem {
-  status: number
-  type: string
-  title: string
-  detail: string
-}
+const TIMEOUT = new Problem('request-timeout', 'the request was not received in time; the connection is closed')
+const HEADERS_TOO_LARGE = new Problem('request-headers-too-large', 'the request headers are too large')
+const MALFORMED = new Problem('invalid-request', 'the request is not valid HTTP/1.1')
 
-const TIMEOUT: ConnectionProblem = {
-  status: 408,
-  type: 'request-timeout',
-  title: 'Request timeout',
-  detail: 'the request was not received in time; the connection is closed',
-}
-const HEADERS_TOO_LARGE: ConnectionProblem = {
-  status: 431,
-  type: 'request-headers-too-large',
-  title: 'Request header fields too large',
-  detail: 'the request headers are too large',
-}
-const MALFORMED: ConnectionProblem = {
-  status: 400,
-  type: 'invalid-request',
-  title: 'Invalid request',
-  detail: 'the request is not valid HTTP/1.1',
-}
-
-function problemFor(code: string | undefined): ConnectionProblem {
+function problemFor(code: string | undefined): Problem {
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return TIMEOUT
   if (code === 'HPE_HEADER_OVERFLOW') return HEADERS_TOO_LARGE
   return MALFORMED
@@ -48,14 +26,7 @@ export function answerClientError(error: Error & { code?: string }, socket: Sock
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const problem = problemFor(error.code)
   if (socket.writable) {
-    const body: ProblemBody = {
-      success: false,
-      type: `/problems/${problem.type}`,
-      title: problem.title,
-      status: problem.status,
-      detail: problem.detail,
-    }
-    const text = JSON.stringify(body)
+    const text = JSON.stringify(problem.toBody())
     socket.write(
       `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\n` +
         `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +

@@ -28,6 +28,8 @@ const problemExamples: Record<ProblemType, Problem> = {
   }),
   unauthorized: new Problem('unauthorized', 'the token is unknown or has been revoked'),
   'not-found': new Problem('not-found', 'no route for GET /api/v1/listings'),
+  'request-timeout': new Problem('request-timeout', 'the request was not received in time; the connection is closed'),
+  'request-headers-too-large': new Problem('request-headers-too-large', 'the request headers are too large'),
   conflict: new Problem('conflict', 'referenceId is already used by one of your listings with a different body', {
     errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
   }),
