@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { Agent, request as httpRequest } from 'node:http'
+import { Agent } from 'node:http'
 import { after, describe, test } from 'node:test'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
@@ -7,6 +7,7 @@ import { sql } from 'kysely'
 import { openDatabase, type DialectName } from '../src/db/connection.js'
 import { fixtureImages, item, listingBody } from './fixtures.js'
 import { createTestDatabase, testDialects, type TestDatabase } from './helper.js'
+import { postCreate, type CreateAnswer } from './http-support.js'
 import { killAll, runCli, startServer, type ServerProcess } from './process.js'
 
 /**
@@ -35,44 +36,6 @@ interface Sent {
   body: Record<string, any>
   /** Set once a 2xx answer has been read whole. */
   listingId?: string
-}
-
-interface Answer {
-  status: number
-  body: any
-}
-
-/** One POST on `agent`; rejects when the connection fails (as every request in flight at a kill does). */
-function post(port: number, agent: Agent, token: string, body: unknown): Promise<Answer> {
-  const bytes = Buffer.from(JSON.stringify(body))
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/api/v1/listing/create',
-        agent,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': bytes.length },
-      },
-      (response) => {
-        let text = ''
-        response.setEncoding('utf8')
-        response.on('data', (chunk: string) => (text += chunk))
-        response.on('end', () => {
-          try {
-            resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) })
-          } catch (error) {
-            reject(error)
-          }
-        })
-        response.on('error', reject)
-        response.on('aborted', () => reject(new Error('response aborted')))
-      },
-    )
-    req.on('error', reject)
-    req.end(bytes)
-  })
 }
 
 /** 1–30 items with varied prices (up to 3 decimals); some items name an image, as clients do. */
@@ -115,9 +78,9 @@ async function loadThenKill(server: ServerProcess, providers: Provider[], sent: 
         const create: Sent = { provider, body: randomBody() }
         sent.set(create.body.referenceId, create)
         inFlight.add(create)
-        let answer: Answer
+        let answer: CreateAnswer
         try {
-          answer = await post(server.port, agent, provider.token, create.body)
+          answer = await postCreate(server.port, agent, provider.token, create.body)
         } catch (error) {
           if (!killed) unexpected.push(`writer ${n}: ${(error as Error).message} before the kill`)
           return
@@ -318,7 +281,7 @@ describe('kill -9', { concurrency: true }, () => {
               for (const create of inFlight) {
                 const before = stored.get(create.body.referenceId)
                 const agent = new Agent()
-                const answer = await post(server.port, agent, create.provider.token, create.body).finally(() => agent.destroy())
+                const answer = await postCreate(server.port, agent, create.provider.token, create.body).finally(() => agent.destroy())
                 if (before) {
                   storedInFlight += 1
                   assert.equal(answer.status, 200, `a stored in-flight create replays: ${JSON.stringify(answer.body)}`)

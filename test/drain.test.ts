@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { Agent, request as httpRequest } from 'node:http'
+import { Agent } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { after, describe, test } from 'node:test'
 import SQLite from 'better-sqlite3'
@@ -7,6 +7,7 @@ import pg from 'pg'
 import type { DialectName } from '../src/db/connection.js'
 import { item, listingBody } from './fixtures.js'
 import { createTestDatabase, testDialects, type TestDatabase } from './helper.js'
+import { postCreate, tryConnect } from './http-support.js'
 import { serveBytes, IMAGES, startImageServer, type ImageServer } from './image-server.js'
 import { killAll, runCli, startServer, type Exit, type ServerProcess } from './process.js'
 
@@ -55,44 +56,6 @@ interface Answer {
   status: number
   headers: Record<string, string | string[] | undefined>
   body: any
-}
-
-/** POSTs a create over `agent` (keep-alive) and resolves with its answer. */
-function create(server: ServerProcess, agent: Agent, token: string, body: unknown): Promise<Answer> {
-  const bytes = Buffer.from(JSON.stringify(body))
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: '127.0.0.1',
-        port: server.port,
-        method: 'POST',
-        path: '/api/v1/listing/create',
-        agent,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': bytes.length },
-      },
-      (response) => {
-        let text = ''
-        response.setEncoding('utf8')
-        response.on('data', (chunk: string) => (text += chunk))
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: JSON.parse(text) }))
-        response.on('error', reject)
-      },
-    )
-    req.on('error', reject)
-    req.end(bytes)
-  })
-}
-
-/** Resolves with the error code of a fresh TCP connection attempt, or 'connected'. */
-function tryConnect(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port })
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve('connected')
-    })
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message))
-  })
 }
 
 /**
@@ -216,7 +179,7 @@ describe('drain', { concurrency: true }, () => {
           assert.deepEqual([readyz.first.status, list.first.status, healthz.first.status], [200, 200, 200])
 
           const bodies = Array.from({ length: 10 }, (_, n) => slowBody(images, `drain-${n}`, 50))
-          const creates = bodies.map((body) => create(server, agent, token, body))
+          const creates = bodies.map((body) => postCreate(server.port, agent, token, body))
           // Awaited below; until then a failure elsewhere must be reported as itself, not as their hang-up.
           for (const pending of creates) pending.catch(() => {})
           // 64 is the prober's process-wide limit of probes at once: creates fill it, the rest queue behind.
@@ -266,7 +229,7 @@ describe('drain', { concurrency: true }, () => {
       const agent = new Agent({ keepAlive: true })
       after(() => agent.destroy())
       try {
-        const creates = [0, 1].map((n) => create(server, agent, token, slowBody(images, `sigint-${n}`, 5)))
+        const creates = [0, 1].map((n) => postCreate(server.port, agent, token, slowBody(images, `sigint-${n}`, 5)))
         for (const pending of creates) pending.catch(() => {})
         while (images.held() < 12) await sleep(20)
 
@@ -307,7 +270,7 @@ describe('drain', { concurrency: true }, () => {
       try {
         const body = listingBody({}, 2)
         body.items[1].imageUrl = images.url('/hang')
-        const answer = create(server, agent, token, body)
+        const answer = postCreate(server.port, agent, token, body)
         while (!images.requests.some((r) => r.path === '/hang')) await sleep(20)
         // A client that announces 1000 bytes and sends 10: its request can never be answered.
         const stalled = connect({ host: '127.0.0.1', port: server.port })

@@ -25,6 +25,23 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
+/** The service as a process on a SQLite database of its own, with these HTTP timeouts and no rate limit. */
+async function serveWithTimeouts(
+  timeouts: { headersMs: number; requestMs: number; keepAliveMs: number },
+  env: Record<string, string> = {},
+): Promise<{ database: TestDatabase; server: ServerProcess; token: string }> {
+  const database = await createTestDatabase('sqlite')
+  const server = await startServer({
+    DATABASE_URL: database.url,
+    RATE_LIMIT_PER_MINUTE: '0',
+    HTTP_HEADERS_TIMEOUT_MS: String(timeouts.headersMs),
+    HTTP_REQUEST_TIMEOUT_MS: String(timeouts.requestMs),
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: String(timeouts.keepAliveMs),
+    ...env,
+  })
+  return { database, server, token: server.printedTokens()[0] as string }
+}
+
 /** The server's resident memory, from the kernel. */
 function rssBytes(server: ServerProcess): number {
   const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8')
@@ -137,17 +154,11 @@ describe('hostile clients, against the service as a process', () => {
   let token: string
 
   before(async () => {
-    database = await createTestDatabase('sqlite')
-    server = await startServer({
-      DATABASE_URL: database.url,
-      RATE_LIMIT_PER_MINUTE: '0',
-      HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-      HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-      HTTP_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS),
+    ;({ database, server, token } = await serveWithTimeouts(
+      { headersMs: HEADERS_TIMEOUT_MS, requestMs: REQUEST_TIMEOUT_MS, keepAliveMs: KEEP_ALIVE_TIMEOUT_MS },
       // Longer than the request timeout, so that an image may take longer to fetch than a request to arrive.
-      IMAGE_FETCH_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS + 10_000),
-    })
-    token = server.printedTokens()[0] as string
+      { IMAGE_FETCH_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS + 10_000) },
+    ))
   })
   after(async () => {
     await server?.stop('SIGKILL')
@@ -280,15 +291,11 @@ describe('thousands of idle and half-sent connections, against the service as a 
   let token: string
 
   before(async () => {
-    database = await createTestDatabase('sqlite')
-    server = await startServer({
-      DATABASE_URL: database.url,
-      RATE_LIMIT_PER_MINUTE: '0',
-      HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-      HTTP_REQUEST_TIMEOUT_MS: String(2 * HEADERS_TIMEOUT_MS),
-      HTTP_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS),
-    })
-    token = server.printedTokens()[0] as string
+    ;({ database, server, token } = await serveWithTimeouts({
+      headersMs: HEADERS_TIMEOUT_MS,
+      requestMs: 2 * HEADERS_TIMEOUT_MS,
+      keepAliveMs: KEEP_ALIVE_TIMEOUT_MS,
+    }))
   })
   after(async () => {
     await server?.stop('SIGKILL')

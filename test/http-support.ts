@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import net from 'node:net'
 import { sql } from 'kysely'
 import { parseJsonOrUndefined, type Response, type TestService } from './helper.js'
 
 /**
- * Shared by auth.test.ts and http-errors.test.ts: the RFC 9457 problem check of contract §4, requests the helper's
- * fetch cannot make (a body sent chunked, without Content-Length), and a row count straight from the database.
+ * Shared by the HTTP tests: the RFC 9457 problem check of contract §4, requests the helper's fetch cannot make (a
+ * body sent chunked, without Content-Length; a create on a connection the test chooses), a bare TCP connection
+ * attempt, and a row count straight from the database.
  */
 
 /** Visible ASCII, 1–128 characters: what contract §4 echoes, and so also what a generated id must look like. */
@@ -100,6 +102,60 @@ export function postChunked(baseUrl: string, path: string, options: ChunkedOptio
       request.end()
     }
     pump()
+  })
+}
+
+export interface CreateAnswer {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: any
+}
+
+/**
+ * POSTs a create to the service at 127.0.0.1:`port` over `agent` (keep-alive, or one socket: the test's choice) and
+ * resolves with its answer; rejects when the connection fails (as every request in flight at a kill does).
+ */
+export function postCreate(port: number, agent: http.Agent, token: string, body: unknown): Promise<CreateAnswer> {
+  const bytes = Buffer.from(JSON.stringify(body))
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/api/v1/listing/create',
+        agent,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': bytes.length },
+      },
+      (response) => {
+        let text = ''
+        response.setEncoding('utf8')
+        response.on('data', (chunk: string) => (text += chunk))
+        response.on('end', () => {
+          try {
+            resolve({ status: response.statusCode ?? 0, headers: response.headers, body: JSON.parse(text) })
+          } catch (error) {
+            reject(error)
+          }
+        })
+        response.on('error', reject)
+        response.on('aborted', () => reject(new Error('response aborted')))
+      },
+    )
+    request.on('error', reject)
+    request.end(bytes)
+  })
+}
+
+/** Resolves with the error code of a fresh TCP connection attempt to 127.0.0.1:`port`, or 'connected'. */
+export function tryConnect(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve('connected')
+    })
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message))
   })
 }
 

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
-import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -24,6 +23,7 @@ import {
 } from './helper.js'
 import { assertProblem, countItems, countListings } from './http-support.js'
 import { killAll, runCli, startServer } from './process.js'
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.js'
 
 /**
  * Contract §4 `/problems/unavailable`: a database that is down, silent, locked, read-only or full answers 503
@@ -65,85 +65,7 @@ async function answeredInTime(send: () => Promise<Response>): Promise<Response> 
   }
 }
 
-// ---- PostgreSQL: a proxy we can cut ------------------------------------------------------------------------
-
-interface DatabaseProxy {
-  /** `databaseUrl` with its host and port replaced by the proxy's. */
-  via(databaseUrl: string): string
-  /** Destroys every live connection and resets every new one at once (a server that is down). */
-  cut(): void
-  /** Accepts connections and holds them, forwarding nothing either way, on old connections too (a silent server). */
-  blackhole(): void
-  /** Forwards nothing on the connections open now; new ones work (a firewall that forgot those flows). */
-  silenceExisting(): void
-  /** Forwards again; connections held by a blackhole are closed, their protocol state is lost. */
-  restore(): void
-  close(): Promise<void>
-}
-
-async function startDatabaseProxy(targetUrl: string): Promise<DatabaseProxy> {
-  const target = new URL(targetUrl)
-  let mode: 'open' | 'cut' | 'blackhole' = 'open'
-  const sockets = new Set<net.Socket>()
-  const silenced = new WeakSet<net.Socket>()
-  const track = (socket: net.Socket) => {
-    sockets.add(socket)
-    socket.on('error', () => {})
-    socket.once('close', () => sockets.delete(socket))
-    return socket
-  }
-  const destroyAll = () => {
-    for (const socket of sockets) socket.destroy()
-  }
-
-  const server = net.createServer((client) => {
-    track(client)
-    if (mode === 'cut') {
-      client.resetAndDestroy()
-      return
-    }
-    if (mode === 'blackhole') {
-      client.resume() // read and drop
-      return
-    }
-    const upstream = track(net.connect(Number(target.port || 5432), target.hostname))
-    const flows = () => mode === 'open' && !silenced.has(client)
-    client.on('data', (chunk) => flows() && upstream.write(chunk))
-    upstream.on('data', (chunk) => flows() && client.write(chunk))
-    client.once('close', () => upstream.destroy())
-    upstream.once('close', () => client.destroy())
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as net.AddressInfo
-
-  return {
-    via(databaseUrl) {
-      const url = new URL(databaseUrl)
-      url.hostname = '127.0.0.1'
-      url.port = String(port)
-      return url.toString()
-    },
-    cut() {
-      mode = 'cut'
-      destroyAll()
-    },
-    blackhole() {
-      mode = 'blackhole'
-    },
-    silenceExisting() {
-      for (const socket of sockets) silenced.add(socket)
-    },
-    restore() {
-      if (mode === 'blackhole') destroyAll()
-      for (const socket of sockets) if (silenced.has(socket)) socket.destroy()
-      mode = 'open'
-    },
-    async close() {
-      destroyAll()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
-  }
-}
+// ---- PostgreSQL: through a proxy we can cut (test/tcp-proxy.ts) ----------------------------------------------
 
 /** Counts read straight from the test database, past the proxy. */
 async function storedCounts(databaseUrl: string): Promise<{ listings: number; items: number; counters: number }> {
@@ -162,14 +84,14 @@ async function storedCounts(databaseUrl: string): Promise<{ listings: number; it
 
 if (dialects.includes('postgres')) {
   describe('PostgreSQL outage, through a proxy [postgres]', () => {
-    let proxy: DatabaseProxy
+    let proxy: TcpProxy
     const service = {} as TestService
     let cached: TestProvider
     let uncached: TestProvider
     let created = 0
 
     before(async () => {
-      proxy = await startDatabaseProxy(TEST_POSTGRES_URL)
+      proxy = await startTcpProxy(TEST_POSTGRES_URL, { defaultPort: 5432 })
       Object.assign(service, await startService('postgres', { connectVia: (url) => proxy.via(url) }))
       cached = await service.newProvider()
       // Its token is first used during an outage, so authentication itself must ask the database.
@@ -179,7 +101,7 @@ if (dialects.includes('postgres')) {
       assert.equal((await service.list(cached.token)).status, 200)
     })
     after(async () => {
-      proxy?.restore()
+      proxy?.forward({ closeHeld: true })
       await service.close?.()
       await proxy?.close()
     })
@@ -198,13 +120,13 @@ if (dialects.includes('postgres')) {
         assert.equal(answer?.status, 201, answer?.text)
         created += 1
       } finally {
-        proxy.restore()
+        proxy.forward({ closeHeld: true })
       }
     })
 
     test('database down: create, list and authentication answer 503, /readyz 503, nothing stored; then it recovers', async () => {
       const before = await storedCounts(service.databaseUrl)
-      proxy.cut()
+      proxy.refuse()
       try {
         const failedCreate = await answeredInTime(() =>
           service.request('POST', '/api/v1/listing/create', {
@@ -221,7 +143,7 @@ if (dialects.includes('postgres')) {
         assertProblem(await answeredInTime(() => service.request('GET', '/readyz')), 503, 'unavailable')
         assert.equal((await service.request('GET', '/healthz')).status, 200)
       } finally {
-        proxy.restore()
+        proxy.forward()
       }
       assert.deepEqual(await storedCounts(service.databaseUrl), before)
 
@@ -244,7 +166,7 @@ if (dialects.includes('postgres')) {
       assert.equal((await service.list(cached.token)).status, 200)
       // Past the token cache, so authentication asks the (silent) database too.
       service.clock.now += 60_000
-      proxy.blackhole()
+      proxy.stall()
       try {
         // At once: each waits out a timeout, and a hang would show in any of them.
         const [create, list, ready] = await Promise.all([
@@ -256,7 +178,7 @@ if (dialects.includes('postgres')) {
         assertUnavailable(list)
         assertProblem(ready, 503, 'unavailable')
       } finally {
-        proxy.restore()
+        proxy.forward({ closeHeld: true })
       }
       assert.deepEqual(await storedCounts(service.databaseUrl), before)
 
@@ -301,7 +223,7 @@ if (dialects.includes('postgres')) {
 
   describe('PostgreSQL outage, the service as a real process [postgres]', () => {
     test('cut: create and /readyz answer 503 (logged with the request id); restored: 201 from the same process', async () => {
-      const proxy = await startDatabaseProxy(TEST_POSTGRES_URL)
+      const proxy = await startTcpProxy(TEST_POSTGRES_URL, { defaultPort: 5432 })
       const database = await createTestDatabase('postgres')
       const server = await startServer({ DATABASE_URL: proxy.via(database.url) })
       try {
@@ -324,19 +246,19 @@ if (dialects.includes('postgres')) {
         }
 
         assert.equal((await create('before-outage')).status, 201)
-        proxy.cut()
+        proxy.refuse()
         assertUnavailable(await answeredInTime(() => create('during-outage')))
         assertProblem(await answeredInTime(ready), 503, 'unavailable')
         const logged = await server.waitForLog((line) => line.requestId === 'during-outage' && line.msg === 'database unavailable')
         assert.equal(logged.level, 40, 'logged as a warning')
 
-        proxy.restore()
+        proxy.forward()
         assert.equal((await ready()).status, 200)
         const after = await create('after-outage')
         assert.equal(after.status, 201, after.text)
         assert.equal(server.child.exitCode, null, 'the same process answers')
       } finally {
-        proxy.restore()
+        proxy.forward()
         await server.stop()
         await database.drop()
         await proxy.close()

@@ -305,14 +305,6 @@ async function deleteKeys(prefix: string): Promise<void> {
   }
 }
 
-/** TEST_REDIS_URL, reached through `proxy`. */
-function proxied(proxy: TcpProxy): string {
-  const url = new URL(TEST_REDIS_URL)
-  url.hostname = '127.0.0.1'
-  url.port = String(proxy.port)
-  return url.toString()
-}
-
 /** A second instance of the service: its own app and database connection over the first one's database. */
 async function secondInstance(service: TestService, keyPrefix: string) {
   const database: Database = openDatabase(service.databaseUrl)
@@ -375,11 +367,10 @@ if (await testRedis()) {
 
   describe('the Redis connection [sqlite]', () => {
     test('is closed with the app', async () => {
-      const target = new URL(TEST_REDIS_URL)
-      const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) })
+      const proxy = await startTcpProxy(TEST_REDIS_URL, { defaultPort: 6379 })
       const keyPrefix = newKeyPrefix()
       try {
-        const service = await startService('sqlite', { env: { ...limited, REDIS_URL: proxied(proxy) }, rateLimit: { keyPrefix } })
+        const service = await startService('sqlite', { env: { ...limited, REDIS_URL: proxy.via(TEST_REDIS_URL) }, rateLimit: { keyPrefix } })
         const { token } = await service.newProvider()
         assert.ok(rateLimitOf(await service.list(token)))
         assert.equal(proxy.connections(), 1)
@@ -397,18 +388,17 @@ if (await testRedis()) {
   })
 
   describe('rate limit when Redis fails [sqlite]', () => {
-    const target = new URL(TEST_REDIS_URL)
     const keyPrefix = newKeyPrefix()
     const storeErrors: Error[] = []
     const service = {} as TestService
     let proxy: TcpProxy
 
     before(async () => {
-      proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) })
+      proxy = await startTcpProxy(TEST_REDIS_URL, { defaultPort: 6379 })
       Object.assign(
         service,
         await startService('sqlite', {
-          env: { ...limited, REDIS_URL: proxied(proxy) },
+          env: { ...limited, REDIS_URL: proxy.via(TEST_REDIS_URL) },
           checkImages: acceptImages,
           rateLimit: { keyPrefix, onStoreError: (error) => storeErrors.push(error) },
         }),

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -10,6 +9,7 @@ import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import { listingBody } from './fixtures.js'
 import { createTestDatabase, testDialects, type TestDatabase } from './helper.js'
+import { tryConnect } from './http-support.js'
 import { CLI, cleanEnv, killAll, run, startServer, TOKEN_SHAPE, type ServerProcess } from './process.js'
 
 /** Contract §1, §2, §3 (demo provider), §8: the service as `npm start` runs it, a real process on a real database. */
@@ -300,18 +300,6 @@ function createInTwoHalves(
         reject(error)
       },
     )
-  })
-}
-
-/** Resolves with the error code of a TCP connection attempt, or 'connected'. */
-function tryConnect(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port })
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve('connected')
-    })
-    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message))
   })
 }
 
