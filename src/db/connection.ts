@@ -175,6 +175,32 @@ function queryLog(observe: OpenOptions['observeQuery']): KyselyConfig['log'] {
   return (event) => observe(queryOperation(event.query), event.queryDurationMillis / 1000)
 }
 
+/** How long a SQLite write waits for another process's lock before failing (then 503). */
+const SQLITE_BUSY_TIMEOUT_MS = 5000
+
+const sleepCell = new Int32Array(new SharedArrayBuffer(4))
+
+/**
+ * WAL + synchronous=FULL: an acknowledged commit survives power loss (contract §9). Switching a fresh file to
+ * WAL is a reader asking to write, and while another process holds the write lock SQLite answers that with
+ * SQLITE_BUSY at once instead of waiting on busy_timeout (waiting could deadlock): two instances starting together
+ * on a new database failed this way (32 of 300 paired opens in a reproduction). So the switch is retried, for as
+ * long as a lock is waited for elsewhere. Start-up only, hence the synchronous sleep.
+ */
+function enableWal(sqlite: SQLite.Database): void {
+  const deadline = Date.now() + SQLITE_BUSY_TIMEOUT_MS
+  for (;;) {
+    try {
+      const mode: unknown = sqlite.pragma('journal_mode = WAL', { simple: true })
+      if (mode === 'wal') return
+      if (Date.now() > deadline) throw new Error(`SQLite stayed in journal mode ${String(mode)}, not WAL`)
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error
+    }
+    Atomics.wait(sleepCell, 0, 0, 10)
+  }
+}
+
 /** The one place that chooses a dialect. */
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const target = parseDatabaseUrl(url)
@@ -183,12 +209,12 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     case 'sqlite': {
       if (target.path !== ':memory:') mkdirSync(dirname(target.path), { recursive: true })
       const sqlite = new SQLite(target.path)
-      // WAL + synchronous=FULL: an acknowledged commit survives power loss (contract §9).
-      sqlite.pragma('journal_mode = WAL')
+      // An in-memory database has no journal file to switch: it is never shared, nor durable.
+      if (target.path !== ':memory:') enableWal(sqlite)
       sqlite.pragma('synchronous = FULL')
       sqlite.pragma('foreign_keys = ON')
       // Another process (a second instance, the CLI) may hold the write lock briefly: wait, don't fail.
-      sqlite.pragma('busy_timeout = 5000')
+      sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
       const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log })
       // No query timeout to lift: better-sqlite3 runs each statement synchronously to its end.
       return { kysely, unbounded: kysely, dialect: 'sqlite', close: () => kysely.destroy() }
