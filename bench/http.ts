@@ -12,13 +12,12 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { openDatabase } from '../src/db/connection.js'
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
 import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
-import { listingBody, machine, ROOT, rssBytes, startService, writeResult, type RunningService } from './lib.js'
+import { listingBody, machine, ROOT, sampleRss, startService, writeResult, type RunningService } from './lib.js'
 import { seed } from './seed.js'
 
 const { values: args } = parseArgs({
@@ -68,28 +67,6 @@ async function measure(baseUrl: string, kinds: RequestKind[], durationS = DURATI
  * autocannon, the only rate-limited load here, could not itself drive 4,000 req/s on this machine.)
  */
 const TARGET_RATES = { createOne: 1000, createHundred: 400 }
-
-/** RSS of the service every second while `work` runs; growth is judged after the first quarter (warm-up). */
-async function sampleRss<T>(pid: number, work: Promise<T>): Promise<{ result: T; afterWarmup: number; end: number; peak: number }> {
-  const samples: number[] = []
-  let running = true
-  const sampler = (async () => {
-    while (running) {
-      samples.push(rssBytes(pid))
-      await sleep(1000)
-    }
-  })()
-  const result = await work
-  running = false
-  await sampler
-  samples.push(rssBytes(pid))
-  return {
-    result,
-    afterWarmup: samples[Math.floor(samples.length / 4)] as number,
-    end: samples.at(-1) as number,
-    peak: Math.max(...samples),
-  }
-}
 
 async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer): Promise<string[] | undefined> {
   let databaseUrl: string

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, freemem, release, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -61,6 +62,28 @@ export async function startService(env: Record<string, string> = {}, token?: str
 export function rssBytes(pid: number): number {
   const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1])
   return pages * 4096
+}
+
+/** RSS of the service every second while `work` runs; growth is judged after the first quarter (warm-up). */
+export async function sampleRss<T>(pid: number, work: Promise<T>): Promise<{ result: T; afterWarmup: number; end: number; peak: number }> {
+  const samples: number[] = []
+  let running = true
+  const sampler = (async () => {
+    while (running) {
+      samples.push(rssBytes(pid))
+      await sleep(1000)
+    }
+  })()
+  const result = await work
+  running = false
+  await sampler
+  samples.push(rssBytes(pid))
+  return {
+    result,
+    afterWarmup: samples[Math.floor(samples.length / 4)] as number,
+    end: samples.at(-1) as number,
+    peak: Math.max(...samples),
+  }
 }
 
 export function percentile(values: number[], p: number): number {

@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util'
 import { openDatabase } from '../src/db/connection.js'
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer } from '../test/image-server.js'
-import { listingBody, machine, percentile, rssBytes, startService, writeResult } from './lib.js'
+import { listingBody, machine, percentile, rssBytes, sampleRss, startService, writeResult } from './lib.js'
 import { runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
 import { seed } from './seed.js'
 
@@ -38,8 +38,6 @@ const SHARE = Number(args.share)
 const LISTINGS = Number(args.listings)
 const CONNECTIONS = Number(args.connections)
 const MIB = 1024 * 1024
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 interface Verdict {
   lines: string[]
@@ -76,24 +74,16 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
     const rate = Math.round(maximum.rps * SHARE)
     console.error(`${dialect}: maximum ${maximum.rps.toFixed(0)} req/s (${maximum.tool}); soaking at ${rate} req/s for ${DURATION_S} s`)
 
-    const rss: number[] = []
-    let running = true
-    const sampler = (async () => {
-      while (running) {
-        rss.push(rssBytes(pid))
-        await sleep(1000)
-      }
-    })()
     const windows: LoadResult[] = []
     const rssAtWindowEnd: number[] = []
-    for (let elapsed = 0; elapsed < DURATION_S; elapsed += WINDOW_S) {
-      windows.push(await runLoad(service.baseUrl, mix, { connections: CONNECTIONS, durationS: Math.min(WINDOW_S, DURATION_S - elapsed), rate }))
-      rssAtWindowEnd.push(rssBytes(pid))
-      const last = windows.at(-1) as LoadResult
-      console.error(`  window ${windows.length}: ${last.rps.toFixed(0)} req/s, p99 ${last.p99Ms} ms, failures ${last.failures}`)
-    }
-    running = false
-    await sampler
+    const { peak } = await sampleRss(pid, (async () => {
+      for (let elapsed = 0; elapsed < DURATION_S; elapsed += WINDOW_S) {
+        windows.push(await runLoad(service.baseUrl, mix, { connections: CONNECTIONS, durationS: Math.min(WINDOW_S, DURATION_S - elapsed), rate }))
+        rssAtWindowEnd.push(rssBytes(pid))
+        const last = windows.at(-1) as LoadResult
+        console.error(`  window ${windows.length}: ${last.rps.toFixed(0)} req/s, p99 ${last.p99Ms} ms, failures ${last.failures}`)
+      }
+    })())
 
     const failures = windows.reduce((sum, w) => sum + w.failures, 0)
     const requests = windows.reduce((sum, w) => sum + w.requests, 0)
@@ -106,7 +96,7 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
     const p99Bound = Math.max(2 * medianP99, 5)
     const checks = [
       { name: 'no failures', ok: failures === 0, value: `${failures} of ${requests}` },
-      { name: 'RSS growth after warm-up < 10%', ok: growth < 0.1, value: `${(afterWarmup / MIB).toFixed(1)} → ${(end / MIB).toFixed(1)} MiB (${(100 * growth).toFixed(1)}%), peak ${(Math.max(...rss) / MIB).toFixed(1)} MiB` },
+      { name: 'RSS growth after warm-up < 10%', ok: growth < 0.1, value: `${(afterWarmup / MIB).toFixed(1)} → ${(end / MIB).toFixed(1)} MiB (${(100 * growth).toFixed(1)}%), peak ${(peak / MIB).toFixed(1)} MiB` },
       { name: 'worst window p99 ≤ 2× median (floor 5 ms)', ok: worstP99 <= p99Bound, value: `median ${medianP99} ms, worst ${worstP99} ms` },
     ]
     const lines = [
