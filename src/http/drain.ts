@@ -68,12 +68,15 @@ export class Drain {
  * finishing its work; /readyz and everything else answer 503 from the first moment of the drain.
  */
 export function addDrainHooks(app: FastifyInstance, drain: Drain): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (!drain.draining || request.routeOptions.url === '/healthz') return
+  // Callback hooks, not async ones: they run on every request and almost always only read one boolean, which
+  // should not cost a promise each.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!drain.draining || request.routeOptions.url === '/healthz') return done()
     reply.header('connection', 'close')
-    return sendProblem(request, reply, shuttingDown('the service is shutting down; retry on another instance'))
+    sendProblem(request, reply, shuttingDown('the service is shutting down; retry on another instance'))
   })
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (drain.draining) reply.header('connection', 'close')
+    done(null, payload)
   })
 }
