@@ -10,6 +10,7 @@ import { buildApp, type AppDependencies } from '../src/app.js'
 import { loadConfig, type Config } from '../src/config.js'
 import { openDatabase, type Database, type DialectName } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
+import { Drain } from '../src/http/drain.js'
 import type { ImageCheck } from '../src/images/check.js'
 import { Metrics } from '../src/metrics.js'
 import { ProviderRepository } from '../src/providers/repository.js'
@@ -166,6 +167,8 @@ export interface TestService {
   clock: TestClock
   config: Config
   providers: ProviderRepository
+  /** The shutdown state server.ts would drive; a test starts it to see the service drain. */
+  drain: Drain
   newProvider(input?: { name?: string; industry?: string }): Promise<TestProvider>
   request(method: string, path: string, options?: RequestOptions): Promise<Response>
   create(token: string, body: unknown): Promise<Response>
@@ -196,7 +199,8 @@ export async function startService(dialect: DialectName, options: ServiceOptions
   const database = openDatabase(config.DATABASE_URL, { observeQuery: metrics.observeQuery })
   await migrate(database)
   const clock = testClock()
-  const app = await buildApp({ config, database, clock, checkImages: options.checkImages, metrics, rateLimit: options.rateLimit })
+  const drain = new Drain()
+  const app = await buildApp({ config, database, clock, checkImages: options.checkImages, metrics, drain, rateLimit: options.rateLimit })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   const providers = new ProviderRepository(database)
   let providerCount = 0
@@ -223,6 +227,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     app,
     database,
     databaseUrl: testDatabase.url,
+    drain,
     baseUrl: address,
     clock,
     config,

@@ -21,6 +21,7 @@ import { assertProblem } from './http-support.js'
 const CREATE = 'POST /api/v1/listing/create'
 const LIST = 'GET /api/v1/listing'
 const READY = 'GET /readyz'
+const METRICS = 'GET /metrics'
 const ONE_MIB = 1024 * 1024
 
 // The document is walked generically; `any` keeps that readable.
@@ -87,8 +88,8 @@ async function fetchDocument(service: TestService): Promise<Document> {
 interface Provocation {
   route: string
   send(service: TestService, token: string): Promise<Response>
-  /** Breaks the service's database first; such a provocation gets a service of its own. */
-  breakDatabase?(service: TestService, token: string): Promise<void>
+  /** Puts the service in the state the problem needs first (a broken database, a drain); such a provocation gets a service of its own. */
+  prepare?(service: TestService, token: string): Promise<void>
   /** Configuration for a service of its own. */
   env?: Record<string, string>
 }
@@ -185,10 +186,10 @@ const provocations: Record<ProblemType, Provocation[]> = {
     },
   ],
   internal: [
-    { route: CREATE, breakDatabase: dropItems, send: (service, token) => service.create(token, listingBody()) },
+    { route: CREATE, prepare: dropItems, send: (service, token) => service.create(token, listingBody()) },
     {
       route: LIST,
-      async breakDatabase(service, token) {
+      async prepare(service, token) {
         assert.equal((await service.create(token, listingBody())).status, 201)
         await renamePageColumn(service)
       },
@@ -198,13 +199,13 @@ const provocations: Record<ProblemType, Provocation[]> = {
   unavailable: [
     {
       route: CREATE,
-      breakDatabase: (service) => sql`pragma query_only = on`.execute(service.database.kysely).then(() => {}),
+      prepare: (service) => sql`pragma query_only = on`.execute(service.database.kysely).then(() => {}),
       send: (service, token) => service.create(token, listingBody()),
     },
     {
       route: LIST,
       // Readers wait for nobody in WAL mode; out of it, another connection's exclusive lock stops them.
-      async breakDatabase(service) {
+      async prepare(service) {
         await sql`pragma journal_mode = delete`.execute(service.database.kysely)
         await sql`pragma busy_timeout = 0`.execute(service.database.kysely)
         lockHolder = new SQLite(service.databaseUrl.slice('sqlite:'.length))
@@ -220,19 +221,25 @@ const provocations: Record<ProblemType, Provocation[]> = {
     },
     {
       route: READY,
-      breakDatabase: (service) => service.database.close(),
+      prepare: (service) => service.database.close(),
       send: (service) => service.request('GET', '/readyz'),
+    },
+    // During a shutdown drain every route but /healthz answers 503; the API routes and /readyz are provoked above.
+    {
+      route: METRICS,
+      prepare: async (service) => service.drain.start(),
+      send: (service) => service.request('GET', '/metrics'),
     },
   ],
 }
 
 /** Sends a provocation, on a service of its own when it breaks the database or needs its own configuration. */
 async function provoke(service: TestService, provocation: Provocation): Promise<Response> {
-  if (!provocation.breakDatabase && !provocation.env) return provocation.send(service, (await service.newProvider()).token)
+  if (!provocation.prepare && !provocation.env) return provocation.send(service, (await service.newProvider()).token)
   const own = await startService('sqlite', { env: provocation.env })
   try {
     const { token } = await own.newProvider()
-    await provocation.breakDatabase?.(own, token)
+    await provocation.prepare?.(own, token)
     return await provocation.send(own, token)
   } finally {
     // Closing a database twice is harmless; the readiness provocation has already closed it.

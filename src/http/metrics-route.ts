@@ -32,6 +32,8 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
           'image probes by outcome with latency, database query latency by operation, and process and Node.js metrics. ' +
           'No token is needed, like the health probes: restrict who can reach it at the network level (load balancer, ' +
           'network policy). Label values never hold URLs, provider ids or tokens.',
+        // Only while the instance drains on shutdown: the metrics themselves need no database.
+        'x-problems': ['unavailable'],
         response: {
           200: {
             description: 'Every metric, in the Prometheus text format.',
