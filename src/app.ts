@@ -3,11 +3,12 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import type { Database } from './db/connection.js'
-import { errorHandler, invalidRequest, notFoundHandler, Problem } from './errors.js'
+import { errorHandler, notFoundHandler } from './errors.js'
 import { AccessLog } from './http/access-log.js'
 import { answerClientError } from './http/client-errors.js'
 import { addDrainHooks, Drain } from './http/drain.js'
 import { healthRoutes } from './http/health.js'
+import { registerJsonBody } from './http/json-body.js'
 import { registerMetrics } from './http/metrics-route.js'
 import { documentBearerAuth, registerOpenApi } from './http/openapi.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
@@ -40,9 +41,6 @@ export interface AppDependencies {
     onStoreError?: (error: Error) => void
   }
 }
-
-// Keeps a byte-order mark as U+FEFF, which JSON.parse then refuses: RFC 8259 §8.1 forbids sending one.
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /**
  * How often Node looks for requests past their headers or request timeout. Its default (30 s) would let a
@@ -90,34 +88,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.setNotFoundHandler(notFoundHandler)
   app.decorateRequest('provider', null)
 
-  // JSON is the only body type; anything else is 415. JSON.parse keeps "__proto__" as an ordinary own key,
-  // which validation then rejects as an unknown field, so it can never reach an object's prototype.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    // JSON is UTF-8 (RFC 8259 §8.1); a body declared in another charset would be misread, so it is refused.
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]
-    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
-      done(new Problem('unsupported-media-type', 'Content-Type must be application/json in UTF-8'), undefined)
-      return
-    }
-    // Decoded strictly: a lenient decoder would turn bytes that are not UTF-8 into U+FFFD and store that instead
-    // of what was sent.
-    let text: string
-    try {
-      text = strictUtf8.decode(body as Buffer)
-    } catch {
-      done(invalidRequest([{ pointer: '', detail: 'is not valid UTF-8' }]), undefined)
-      return
-    }
-    try {
-      done(null, JSON.parse(text))
-    } catch (error) {
-      done(invalidRequest([{ pointer: '', detail: `is not valid JSON: ${(error as Error).message}` }]), undefined)
-    }
-  })
+  registerJsonBody(app)
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    done()
   })
   addDrainHooks(app, drain)
 
