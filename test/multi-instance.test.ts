@@ -28,11 +28,11 @@ async function call(server: ServerProcess, method: string, path: string, token: 
   return { status: response.status, body: parseJsonOrUndefined(await response.text()) }
 }
 
-async function count(url: string, query: string): Promise<number> {
+async function count(url: string, query: string, values: unknown[] = []): Promise<number> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    return Number((await client.query(query)).rows[0].n)
+    return Number((await client.query(query, values)).rows[0].n)
   } finally {
     await client.end()
   }
@@ -76,7 +76,7 @@ describe('two instances on one PostgreSQL database', { skip: !dialects.includes(
     assert.equal(statuses.filter((status) => status === 201).length, 1, statuses.join(','))
     assert.equal(statuses.filter((status) => status === 200).length, 39, statuses.join(','))
     assert.equal(new Set(answers.map((answer) => answer.body.listingId)).size, 1)
-    const stored = await count(database.url, `select count(*) as n from listings where reference_id = '${body.referenceId}'`)
+    const stored = await count(database.url, 'select count(*) as n from listings where reference_id = $1', [body.referenceId])
     assert.equal(stored, 1)
     for (const server of servers) {
       const page = await call(server, 'GET', '/api/v1/listing', token)
@@ -96,7 +96,7 @@ describe('two instances on one PostgreSQL database', { skip: !dialects.includes(
     )
     const statuses = answers.map((answer) => answer.status).sort()
     assert.deepEqual(statuses, [201, ...Array(9).fill(409)])
-    assert.equal(await count(database.url, `select count(*) as n from listings where reference_id = '${first.referenceId}'`), 1)
+    assert.equal(await count(database.url, 'select count(*) as n from listings where reference_id = $1', [first.referenceId]), 1)
   })
 
   test('a token revoked through the CLI is refused by both instances within 5 s', async () => {

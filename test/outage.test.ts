@@ -90,6 +90,16 @@ if (dialects.includes('postgres')) {
     let uncached: TestProvider
     let created = 0
 
+    /** After an outage, without a restart: a create of `itemCount` items is stored and counted. */
+    async function assertCreatesAgain(itemCount: number): Promise<void> {
+      const again = await service.create(cached.token, listingBody({}, itemCount))
+      assert.equal(again.status, 201, again.text)
+      created += 1
+      const listed = await service.list(cached.token)
+      assert.equal(listed.status, 200, listed.text)
+      assert.equal(listed.body.recordCount, created)
+    }
+
     before(async () => {
       proxy = await startTcpProxy(TEST_POSTGRES_URL, { defaultPort: 5432 })
       Object.assign(service, await startService('postgres', { connectVia: (url) => proxy.via(url) }))
@@ -149,12 +159,7 @@ if (dialects.includes('postgres')) {
 
       // Same process, same pool: broken connections were dropped and new ones prepare their statements again.
       assert.equal((await service.request('GET', '/readyz')).status, 200)
-      const again = await service.create(cached.token, listingBody({}, 3))
-      assert.equal(again.status, 201, again.text)
-      created += 1
-      const listed = await service.list(cached.token)
-      assert.equal(listed.status, 200, listed.text)
-      assert.equal(listed.body.recordCount, created)
+      await assertCreatesAgain(3)
       const other = await service.list(uncached.token)
       assert.equal(other.status, 200, other.text)
       assert.equal(other.body.recordCount, 0)
@@ -182,12 +187,7 @@ if (dialects.includes('postgres')) {
       }
       assert.deepEqual(await storedCounts(service.databaseUrl), before)
 
-      const again = await service.create(cached.token, listingBody({}, 100))
-      assert.equal(again.status, 201, again.text)
-      created += 1
-      const listed = await service.list(cached.token)
-      assert.equal(listed.status, 200, listed.text)
-      assert.equal(listed.body.recordCount, created)
+      await assertCreatesAgain(100)
     })
   })
 
