@@ -1,6 +1,7 @@
 /**
- * HTTP load for the benchmarks: wrk when it is installed (a C load generator leaves more of a 2-core machine
- * to the server under test), autocannon otherwise. Both run the same request mix and report the same figures.
+ * HTTP load for the benchmarks. As many requests as the server answers: wrk when it is installed (a C load
+ * generator leaves more of a 2-core machine to the server under test), autocannon otherwise. At a fixed rate:
+ * open-loop.ts. All run the same request mix and report the same figures.
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
@@ -8,6 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
+import { runOpenLoop } from './open-loop.js'
 
 /** Where a request body must differ on every request (a create's referenceId), it holds this placeholder. */
 export const UNIQUE = '@UNIQUE@'
@@ -22,7 +24,7 @@ export interface RequestKind {
 }
 
 export interface LoadResult {
-  tool: 'wrk' | 'autocannon'
+  tool: 'wrk' | 'autocannon' | 'open loop'
   requests: number
   rps: number
   p50Ms: number
@@ -37,7 +39,7 @@ export interface LoadOptions {
   /**
    * Requests per second for the whole run, instead of as many as the server answers. Latency targets hold "at
    * a rate": at saturation every connection queues and p50 is connections ÷ throughput by Little's law. wrk
-   * has no rate control, so a fixed rate always runs on autocannon.
+   * has no rate control, so a fixed rate runs on our own open-loop generator (open-loop.ts).
    */
   rate?: number
 }
@@ -53,8 +55,23 @@ export const loadTool: 'wrk' | 'autocannon' = (() => {
 })()
 
 export function runLoad(baseUrl: string, kinds: RequestKind[], options: LoadOptions): Promise<LoadResult> {
-  return loadTool === 'wrk' && options.rate === undefined ? runWrk(baseUrl, kinds, options) : runAutocannon(baseUrl, kinds, options)
+  const { rate } = options
+  if (rate !== undefined) return runOpenLoop(baseUrl, kinds, { ...options, rate })
+  return loadTool === 'wrk' ? runWrk(baseUrl, kinds, options) : runAutocannon(baseUrl, kinds, options)
 }
+
+/** One request kind, drawn by weight. */
+export function pickKind(kinds: RequestKind[]): RequestKind {
+  const total = kinds.reduce((sum, kind) => sum + kind.weight, 0)
+  let pick = Math.random() * total
+  return kinds.find((k) => (pick -= k.weight) < 0) ?? (kinds.at(-1) as RequestKind)
+}
+
+// Two runs of one scenario must not replay each other's creates: every body gets this process's nonce.
+const nonce = randomUUID().slice(0, 8)
+let sequence = 0
+/** The kind's body with its UNIQUE placeholder replaced by a value never sent before. */
+export const uniqueBody = (kind: RequestKind) => kind.body?.replace(UNIQUE, `${nonce}-${++sequence}`)
 
 /** A Lua long string: bodies go in verbatim (UTF-8 bytes, quotes and all). */
 const luaString = (text: string) => `[==[${text}]==]`
@@ -126,28 +143,17 @@ async function runWrk(baseUrl: string, kinds: RequestKind[], { connections, dura
   }
 }
 
-async function runAutocannon(baseUrl: string, kinds: RequestKind[], { connections, durationS, rate }: LoadOptions): Promise<LoadResult> {
-  const nonce = randomUUID().slice(0, 8)
-  const total = kinds.reduce((sum, kind) => sum + kind.weight, 0)
-  let n = 0
+async function runAutocannon(baseUrl: string, kinds: RequestKind[], { connections, durationS }: LoadOptions): Promise<LoadResult> {
   const result = await autocannon({
     url: baseUrl,
     connections,
     duration: durationS,
     timeout: 5,
-    ...(rate === undefined ? {} : { overallRate: rate }),
     requests: [
       {
         setupRequest: (request) => {
-          let pick = Math.random() * total
-          const kind = kinds.find((k) => (pick -= k.weight) < 0) ?? (kinds.at(-1) as RequestKind)
-          return {
-            ...request,
-            method: kind.method,
-            path: kind.path,
-            headers: kind.headers,
-            body: kind.body?.replace(UNIQUE, `${nonce}-${++n}`),
-          }
+          const kind = pickKind(kinds)
+          return { ...request, method: kind.method, path: kind.path, headers: kind.headers, body: uniqueBody(kind) }
         },
       },
     ],

@@ -103,7 +103,7 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
       `## ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'} — ${LISTINGS.toLocaleString('en-US')} seeded listings`,
       '',
       `Maximum of the mix: ${maximum.rps.toFixed(0)} req/s (${maximum.tool}, ${CONNECTIONS} connections, 10 s). Soak at ${rate} req/s ` +
-        `(${(100 * SHARE).toFixed(0)}%) for ${DURATION_S} s with autocannon: ${requests.toLocaleString('en-US')} requests.`,
+        `(${(100 * SHARE).toFixed(0)}%) for ${DURATION_S} s, open loop (bench/open-loop.ts): ${requests.toLocaleString('en-US')} requests.`,
       '',
       '| window | req/s | p50 | p99 | failures | RSS at end |',
       '|---:|---:|---:|---:|---:|---:|',
