@@ -7,7 +7,7 @@
 import type { Database } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
 import { listingId } from '../src/ids.js'
-import { itemColumns, listingColumns } from '../src/listings/repository.js'
+import { itemColumns, listingColumns } from '../src/listings/columns.js'
 import type { CreateListingInput } from '../src/listings/schemas.js'
 import { ProviderRepository } from '../src/providers/repository.js'
 

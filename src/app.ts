@@ -117,6 +117,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   const providers = new ProviderRepository(database)
   const listings = new ListingRepository(database)
+  app.addHook('onClose', () => listings.close())
   const limiter = limiterFromSettings({
     limit: config.RATE_LIMIT_PER_MINUTE,
     redisUrl: config.REDIS_URL,

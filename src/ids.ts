@@ -57,7 +57,7 @@ export function listingId(createdAtMs: number, tick: number, random = listingIdR
  * listingId as a PostgreSQL expression over the columns holding the millisecond and the tick, so a create can
  * be one statement (see ListingRepository). Each digit is `substr(alphabet, ((n >> 5k) & 31) + 1, 1)`.
  */
-export function listingIdSql(createdAtMs: Expression<unknown>, tick: Expression<unknown>, random: string): RawBuilder<string> {
+export function listingIdSql(createdAtMs: Expression<unknown>, tick: Expression<unknown>, random: Expression<unknown>): RawBuilder<string> {
   const digits = (value: Expression<unknown>, count: number) =>
     Array.from({ length: count }, (_, i) => sql`substr(${sql.lit(ALPHABET)}, ((${value} >> ${sql.lit(5 * (count - 1 - i))}) & 31)::int + 1, 1)`)
   return sql<string>`(${sql.join([...digits(createdAtMs, TIME_DIGITS), ...digits(tick, TICK_DIGITS), sql`${random}::text`], sql` || `)})`

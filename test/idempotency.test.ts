@@ -134,6 +134,26 @@ await describeEachDialect('create: referenceId and idempotency', (service) => {
     assert.equal(good.status, 201, good.text)
   })
 
+  // Creates that arrive together are written together (one transaction on SQLite, one statement on PostgreSQL);
+  // a repeat inside such a batch must cost only itself, and be answered as the replay it is.
+  test('30 parallel creates, every third repeating the one before it: 20 stored, each repeat answered with its original', async () => {
+    const provider = await service.newProvider()
+    const bodies = Array.from({ length: 20 }, () => listingBody())
+    const sent = bodies.flatMap((body, i) => (i % 2 === 0 ? [body, body] : [body]))
+    const responses = await Promise.all(sent.map((body) => service.create(provider.token, body)))
+    const byReference = new Map<string, Set<string>>()
+    responses.forEach((response, i) => {
+      assert.ok(response.status === 201 || response.status === 200, response.text)
+      const reference = sent[i]?.referenceId as string
+      byReference.set(reference, (byReference.get(reference) ?? new Set()).add(response.body.listingId))
+    })
+    assert.equal(responses.filter((r) => r.status === 201).length, 20)
+    for (const [reference, ids] of byReference) assert.equal(ids.size, 1, `${reference} answered with ${[...ids]}`)
+    const listed = await service.list(provider.token, '?limit=50')
+    assert.equal(listed.body.recordCount, 20)
+    assert.equal(listed.body.content.length, 20)
+  })
+
   test('parallel creates with distinct referenceIds all succeed with dense, distinct listings', async () => {
     const provider = await service.newProvider()
     const responses = await Promise.all(Array.from({ length: 30 }, () => service.create(provider.token, listingBody())))

@@ -33,7 +33,7 @@ for (const dialect of (await testDialects()).filter((d) => d === 'postgres')) {
     try {
       for (const [ms, tick] of samples) {
         const random = listingIdRandomPart()
-        const { rows } = await sql<{ id: string }>`select ${listingIdSql(sql`${ms}::bigint`, sql`${tick}::bigint`, random)} as id`.execute(
+        const { rows } = await sql<{ id: string }>`select ${listingIdSql(sql`${ms}::bigint`, sql`${tick}::bigint`, sql`${random}`)} as id`.execute(
           database.kysely,
         )
         assert.equal(rows[0]?.id, listingId(ms, tick, random), `ms ${ms}, tick ${tick}`)

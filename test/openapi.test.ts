@@ -99,6 +99,17 @@ const withImage = (url: string) => listingBody({ brand: { ...listingBody().brand
 /** Another connection holding the database's exclusive lock while a provocation is sent. */
 let lockHolder: SQLite.Database | undefined
 
+/**
+ * Stops the service's reads at once. Readers wait for nobody in WAL mode; out of it, another connection's
+ * exclusive lock stops them, and without busy_timeout they fail instead of waiting.
+ */
+async function lockOut(service: TestService): Promise<void> {
+  await sql`pragma journal_mode = delete`.execute(service.database.kysely)
+  await sql`pragma busy_timeout = 0`.execute(service.database.kysely)
+  lockHolder = new SQLite(service.databaseUrl.slice('sqlite:'.length))
+  lockHolder.exec('begin exclusive')
+}
+
 /** A table every create writes: without it a create fails with an unexpected error. */
 const dropItems = (service: TestService) => sql`drop table listing_items`.execute(service.database.kysely).then(() => {})
 
@@ -199,18 +210,20 @@ const provocations: Record<ProblemType, Provocation[]> = {
   unavailable: [
     {
       route: CREATE,
-      prepare: (service) => sql`pragma query_only = on`.execute(service.database.kysely).then(() => {}),
-      send: (service, token) => service.create(token, listingBody()),
+      // Its first step, the referenceId lookup, is a read on the request's connection (the write would wait on
+      // the writer thread for busy_timeout, 5 s, before answering the same 503).
+      prepare: lockOut,
+      async send(service, token) {
+        try {
+          return await service.create(token, listingBody())
+        } finally {
+          lockHolder?.close()
+        }
+      },
     },
     {
       route: LIST,
-      // Readers wait for nobody in WAL mode; out of it, another connection's exclusive lock stops them.
-      async prepare(service) {
-        await sql`pragma journal_mode = delete`.execute(service.database.kysely)
-        await sql`pragma busy_timeout = 0`.execute(service.database.kysely)
-        lockHolder = new SQLite(service.databaseUrl.slice('sqlite:'.length))
-        lockHolder.exec('begin exclusive')
-      },
+      prepare: lockOut,
       async send(service, token) {
         try {
           return await service.list(token)

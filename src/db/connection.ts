@@ -28,6 +28,13 @@ export interface Database {
    */
   readonly unbounded: Kysely<Tables>
   readonly dialect: DialectName
+  /**
+   * SQLite only: the file (or ':memory:') and the raw connection Kysely runs on, for the listings writer
+   * (src/listings/sqlite-writer.ts), which writes on a connection of its own in a worker thread.
+   */
+  readonly sqlite?: { path: string; connection: SQLite.Database }
+  /** The query observer given to openDatabase, for queries run outside Kysely (the SQLite writer's). */
+  readonly observeQuery?: (operation: QueryOperation, seconds: number) => void
   close(): Promise<void>
 }
 
@@ -175,14 +182,13 @@ function queryLog(observe: OpenOptions['observeQuery']): KyselyConfig['log'] {
   return (event) => observe(queryOperation(event.query), event.queryDurationMillis / 1000)
 }
 
-/** How long a SQLite write waits for another process's lock before failing (then 503). */
+/** How long a SQLite write waits for another connection's lock before failing (then 503). */
 const SQLITE_BUSY_TIMEOUT_MS = 5000
 
 const sleepCell = new Int32Array(new SharedArrayBuffer(4))
 
 /**
- * WAL + synchronous=FULL: an acknowledged commit survives power loss (contract §9). Switching a fresh file to
- * WAL is a reader asking to write, and while another process holds the write lock SQLite answers that with
+ * Switching a fresh file to WAL is a reader asking to write, and while another process holds the write lock SQLite answers that with
  * SQLITE_BUSY at once instead of waiting on busy_timeout (waiting could deadlock): two instances starting together
  * on a new database failed this way (32 of 300 paired opens in a reproduction). So the switch is retried, for as
  * long as a lock is waited for elsewhere. Start-up only, hence the synchronous sleep.
@@ -201,23 +207,40 @@ function enableWal(sqlite: SQLite.Database): void {
   }
 }
 
+/**
+ * A SQLite connection as the service uses one, from any thread. WAL + synchronous=FULL: an acknowledged commit
+ * survives power loss (contract §9).
+ */
+export function openSqliteConnection(path: string): SQLite.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const sqlite = new SQLite(path)
+  // An in-memory database has no journal file to switch: it is never shared, nor durable.
+  if (path !== ':memory:') enableWal(sqlite)
+  sqlite.pragma('synchronous = FULL')
+  sqlite.pragma('foreign_keys = ON')
+  // Another connection (the writer thread, a second instance, the CLI) may hold the write lock briefly: wait, don't fail.
+  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
+  return sqlite
+}
+
 /** The one place that chooses a dialect. */
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const target = parseDatabaseUrl(url)
   const log = queryLog(options.observeQuery)
+  const { observeQuery } = options
   switch (target.dialect) {
     case 'sqlite': {
-      if (target.path !== ':memory:') mkdirSync(dirname(target.path), { recursive: true })
-      const sqlite = new SQLite(target.path)
-      // An in-memory database has no journal file to switch: it is never shared, nor durable.
-      if (target.path !== ':memory:') enableWal(sqlite)
-      sqlite.pragma('synchronous = FULL')
-      sqlite.pragma('foreign_keys = ON')
-      // Another process (a second instance, the CLI) may hold the write lock briefly: wait, don't fail.
-      sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
+      const sqlite = openSqliteConnection(target.path)
       const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log })
       // No query timeout to lift: better-sqlite3 runs each statement synchronously to its end.
-      return { kysely, unbounded: kysely, dialect: 'sqlite', close: () => kysely.destroy() }
+      return {
+        kysely,
+        unbounded: kysely,
+        dialect: 'sqlite',
+        sqlite: { path: target.path, connection: sqlite },
+        observeQuery,
+        close: () => kysely.destroy(),
+      }
     }
     case 'postgres': {
       const pool = new pg.Pool({
@@ -234,7 +257,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, QUERY_TIMEOUT_MS) }), log })
       // Shares the pool; only `kysely` ends it on close.
       const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, undefined) }), log })
-      return { kysely, unbounded, dialect: 'postgres', close: () => kysely.destroy() }
+      return { kysely, unbounded, dialect: 'postgres', observeQuery, close: () => kysely.destroy() }
     }
   }
 }

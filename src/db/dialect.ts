@@ -1,12 +1,7 @@
-import { sql, type Expression, type Kysely, type RawBuilder } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { DialectName } from './connection.js'
 
 /** The few places where SQLite and PostgreSQL need different SQL; each says why. */
-
-/** Larger of two values: PostgreSQL has GREATEST; SQLite's two-argument max() is the scalar equivalent. */
-export function greatest(dialect: DialectName, a: Expression<number>, b: Expression<number>): RawBuilder<number> {
-  return dialect === 'postgres' ? sql<number>`greatest(${a}, ${b})` : sql<number>`max(${a}, ${b})`
-}
 
 /**
  * Opens a transaction that no other process can run at the same time (used by migrations, so two instances

@@ -1,0 +1,97 @@
+import { itemsJson } from './page-json.js'
+import type { CreateListingInput } from './schemas.js'
+
+/*
+ * How a create request becomes rows: one source for the service's two write paths (the PostgreSQL statement in
+ * repository.ts, the SQLite writer in sqlite-insert.ts) and for bench/seed.ts, so seeded rows are the rows the
+ * service writes.
+ */
+
+export interface NewListing {
+  providerId: string
+  input: CreateListingInput
+  requestHash: string
+  nowMs: number
+  ttlSeconds: number
+}
+
+/**
+ * The columns of a listing row that come from the request; id, seq and times come from the counter.
+ */
+export function listingColumns({ providerId, input, requestHash }: NewListing) {
+  return {
+    provider_id: providerId,
+    reference_id: input.referenceId,
+    request_hash: requestHash,
+    type: input.listingDetails.type,
+    discount_rate: input.listingDetails.discountRate,
+    is_assigned_to_driver: input.listingDetails.isAssignedToDriver ? 1 : 0,
+    latitude: input.location.latitude,
+    longitude: input.location.longitude,
+    brand_name_ar: input.brand.displayName.ar,
+    brand_name_en: input.brand.displayName.en,
+    brand_url_safe_name: input.brand.urlSafeName,
+    brand_image_url: input.brand.imageUrl,
+    // The input price is what a page returns: at most 3 decimals, so it equals fromThousandths(stored).
+    items_json: itemsJson(
+      input.items.map(({ displayName, price, quantity, category }) => ({ nameAr: displayName.ar, nameEn: displayName.en, price, quantity, category })),
+    ),
+  }
+}
+
+/** A listing's item rows, in the order sent, without listing_id. */
+export function itemColumns(input: CreateListingInput) {
+  return input.items.map((item, position) => ({
+    position,
+    name_ar: item.displayName.ar,
+    name_en: item.displayName.en,
+    url_safe_name: item.urlSafeName,
+    image_url: item.imageUrl ?? null,
+    category: item.category,
+    sub_category: item.subCategory,
+    price_thousandths: toThousandths(item.price),
+    quantity: item.quantity,
+  }))
+}
+
+export type ListingColumns = ReturnType<typeof listingColumns>
+export type ItemColumns = ReturnType<typeof itemColumns>[number]
+
+// The create statements are prepared once, so they name their columns up front. `satisfies` makes the
+// compiler hold these lists to exactly the keys listingColumns and itemColumns return.
+
+/** Listing columns with their PostgreSQL types, to read a batch of listings from one jsonb parameter. */
+export const LISTING_COLUMN_TYPES = {
+  provider_id: 'text',
+  reference_id: 'text',
+  request_hash: 'text',
+  type: 'text',
+  discount_rate: 'double precision',
+  is_assigned_to_driver: 'integer',
+  latitude: 'double precision',
+  longitude: 'double precision',
+  brand_name_ar: 'text',
+  brand_name_en: 'text',
+  brand_url_safe_name: 'text',
+  brand_image_url: 'text',
+  items_json: 'text',
+} satisfies Record<keyof ListingColumns, string>
+
+export const LISTING_COLUMN_NAMES = Object.keys(LISTING_COLUMN_TYPES) as Array<keyof ListingColumns>
+
+/** Item columns with their PostgreSQL types, to read the items back from a jsonb value. */
+export const ITEM_COLUMN_TYPES = {
+  position: 'integer',
+  name_ar: 'text',
+  name_en: 'text',
+  url_safe_name: 'text',
+  image_url: 'text',
+  category: 'text',
+  sub_category: 'text',
+  price_thousandths: 'bigint',
+  quantity: 'integer',
+} satisfies Record<keyof ItemColumns, string>
+
+/** Prices are kept as integer thousandths: the API accepts at most three decimals, so this is exact. */
+export const toThousandths = (price: number) => Math.round(price * 1000)
+export const fromThousandths = (thousandths: number) => thousandths / 1000

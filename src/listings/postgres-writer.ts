@@ -1,0 +1,109 @@
+import { sql } from 'kysely'
+import type { Database } from '../db/connection.js'
+import { isUniqueViolation } from '../db/dialect.js'
+import { PreparedQuery } from '../db/prepared-query.js'
+import { listingIdRandomPart, listingIdSql } from '../ids.js'
+import { TrailingBatches, type Settled } from '../trailing-batches.js'
+import { ITEM_COLUMN_TYPES, LISTING_COLUMN_NAMES, LISTING_COLUMN_TYPES } from './columns.js'
+import type { ListingWrite, ListingWriter, StoredListing } from './writer.js'
+
+interface BatchParams extends Record<string, unknown> {
+  provider_id: string
+  n: number
+  now_ms: number
+  /** JSON: an array of the listings' columns, each with its ordinal (1…n), ttl_seconds, random (the id's tail) and items. */
+  listings: string
+}
+
+/** At most this many creates in one statement: bounds the statement's size and the time its lock is held. */
+const MAX_BATCH = 64
+
+const record = (types: Record<string, string>) => sql.raw(Object.entries(types).map(([name, type]) => `${name} ${type}`).join(', '))
+const names = (list: readonly string[], prefix = '') => sql.raw(list.map((name) => `${prefix}${name}`).join(', '))
+
+/**
+ * PostgreSQL: the creates of one provider that arrive together are stored by one statement (TrailingBatches:
+ * while one runs, the next ones gather). It bumps the provider's counter by their number and inserts every
+ * listing and item from one jsonb parameter, with data-modifying CTEs: the counter row's lock is taken once,
+ * held for one statement, and released by one commit, instead of once per create with the creates queued
+ * behind it. Ids are built in SQL (listingIdSql) from the counter's millisecond and consecutive ticks.
+ *
+ * A batch that meets a unique violation (a referenceId already taken, or twice in the batch) is stored again
+ * one create at a time, so each gets its own answer; any other error fails the batch's creates alike.
+ */
+export function postgresListingWriter(database: Database): ListingWriter {
+  const insertBatch = new PreparedQuery<BatchParams, { id: string; expires_at_unix: number }>(
+    database.kysely,
+    (_db, param) => sql`
+      with counter as (
+        update providers set
+          listing_count = listing_count + ${param('n')},
+          last_created_tick = case when last_created_ms >= ${param('now_ms')} then last_created_tick + ${param('n')} else ${param('n')} - 1 end,
+          last_created_ms = greatest(last_created_ms, ${param('now_ms')})
+        where id = ${param('provider_id')}
+        returning listing_count - ${param('n')} as base_seq, last_created_ms, last_created_tick - ${param('n')} + 1 as first_tick
+      ), batch as (
+        select * from jsonb_to_recordset(${param('listings')}::jsonb)
+          as b(${record(LISTING_COLUMN_TYPES)}, ordinal bigint, ttl_seconds bigint, random text, items jsonb)
+      ), listing as (
+        insert into listings (id, seq, created_at_ms, expires_at_unix, ${names(LISTING_COLUMN_NAMES)})
+        select ${listingIdSql(sql.ref('last_created_ms'), sql`(first_tick + ordinal - 1)`, sql.ref('random'))},
+          base_seq + ordinal, last_created_ms, last_created_ms / 1000 + ttl_seconds, ${names(LISTING_COLUMN_NAMES, 'batch.')}
+        from counter cross join batch
+        returning id, seq, expires_at_unix
+      ), items as (
+        insert into listing_items (listing_id, ${names(Object.keys(ITEM_COLUMN_TYPES))})
+        select listing.id, ${names(Object.keys(ITEM_COLUMN_TYPES), 'item.')}
+        from counter
+          join batch on true
+          join listing on listing.seq = counter.base_seq + batch.ordinal
+          cross join jsonb_to_recordset(batch.items) as item(${record(ITEM_COLUMN_TYPES)})
+      )
+      select listing.id, listing.expires_at_unix
+      from listing
+      order by listing.seq`,
+  )
+
+  async function store(writes: readonly ListingWrite[]): Promise<StoredListing[]> {
+    const first = writes[0] as ListingWrite
+    const rows = await insertBatch.execute({
+      provider_id: first.columns.provider_id,
+      n: writes.length,
+      // One creation millisecond for the batch: the latest clock reading among its creates.
+      now_ms: Math.max(...writes.map((write) => write.nowMs)),
+      listings: JSON.stringify(
+        writes.map(({ columns, items, ttlSeconds }, i) => ({
+          ...columns,
+          ordinal: i + 1,
+          ttl_seconds: ttlSeconds,
+          random: listingIdRandomPart(),
+          items,
+        })),
+      ),
+    })
+    if (rows.length !== writes.length) throw new Error(`provider ${first.columns.provider_id} does not exist`)
+    return rows.map((row) => ({ listingId: row.id, expiresAtUnix: Number(row.expires_at_unix) }))
+  }
+
+  const batches = new TrailingBatches<ListingWrite, StoredListing>(async (writes) => {
+    try {
+      return (await store(writes)).map((value) => ({ ok: true, value }))
+    } catch (error) {
+      if (!isUniqueViolation(error) || writes.length === 1) throw error
+      const outcomes: Array<Settled<StoredListing>> = []
+      for (const write of writes) {
+        try {
+          outcomes.push({ ok: true, value: ((await store([write])) as [StoredListing])[0] })
+        } catch (alone) {
+          outcomes.push({ ok: false, error: alone })
+        }
+      }
+      return outcomes
+    }
+  }, MAX_BATCH)
+
+  return {
+    write: (write) => batches.submit(write.columns.provider_id, write),
+    close: async () => {},
+  }
+}

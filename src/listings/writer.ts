@@ -1,0 +1,27 @@
+import type { ItemColumns, ListingColumns } from './columns.js'
+
+/** One create as a writer receives it: the rows' request-side columns, already computed (columns.ts). */
+export interface ListingWrite {
+  columns: ListingColumns
+  items: ItemColumns[]
+  nowMs: number
+  ttlSeconds: number
+}
+
+export interface StoredListing {
+  listingId: string
+  expiresAtUnix: number
+}
+
+/**
+ * Where creates are stored, one per dialect: sqlite-writer.ts, postgres-writer.ts. Both bump the provider's
+ * counter row in the create's transaction: that yields the listing's dense sequence number (recordCount stays
+ * exact without COUNT(*)), a creation time that never goes backwards within a provider, and it serialises one
+ * provider's creates, so a concurrent duplicate referenceId waits and then fails on the unique constraint
+ * instead of racing. Both write creates that arrive together in one transaction.
+ */
+export interface ListingWriter {
+  /** Rejects with the database's error (its `code` as dialect.ts classifies errors). */
+  write(write: ListingWrite): Promise<StoredListing>
+  close(): Promise<void>
+}
