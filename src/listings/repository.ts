@@ -1,5 +1,6 @@
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
+import { TrailingBatches } from '../trailing-batches.js'
 import { fromThousandths, itemColumns, listingColumns, type NewListing } from './columns.js'
 import { itemsJson, type PageListing } from './page-json.js'
 import { postgresListingWriter } from './postgres-writer.js'
@@ -43,12 +44,28 @@ export class ListingRepository {
     { id: string; expires_at_unix: number; request_hash: string }
   >
 
+  /**
+   * PostgreSQL: concurrent reads of the same page share a query (TrailingBatches: never one that began before
+   * the request). A provider's page 1 polled by many clients at once is the common hot spot; 50
+   * clients reading it cost 50 queued round trips on 10 pooled connections, each paid in the CPU the database
+   * shares with us. SQLite reads run in-process in microseconds, with nothing to wait for.
+   */
+  readonly #samePageReads?: TrailingBatches<PageParams, ListingsPageData>
   /** Creates: sqlite-writer.ts or postgres-writer.ts. */
   readonly #writer: ListingWriter
 
   constructor(private readonly database: Database) {
     const { sqlite } = database
-    this.#writer = sqlite ? sqliteListingWriterFor({ ...database, sqlite }) : postgresListingWriter(database)
+    if (sqlite) {
+      this.#writer = sqliteListingWriterFor({ ...database, sqlite })
+    } else {
+      this.#writer = postgresListingWriter(database)
+      this.#samePageReads = new TrailingBatches(async (requests) => {
+        // Identical requests (one key): one read answers them all.
+        const page = await this.#readPage(requests[0] as PageParams)
+        return requests.map(() => ({ ok: true, value: page }))
+      })
+    }
     this.#referenceQuery = new PreparedQuery(database.kysely, (db, param) =>
       db
         .selectFrom('listings')
@@ -98,7 +115,9 @@ export class ListingRepository {
    * read in the same statement. The left join keeps the provider's row when the page is past the end.
    */
   page(providerId: string, { page, limit }: ListListingsParams): Promise<ListingsPageData> {
-    return this.#readPage({ providerId, skip: (page - 1) * limit, limit })
+    const params = { providerId, skip: (page - 1) * limit, limit }
+    if (!this.#samePageReads) return this.#readPage(params)
+    return this.#samePageReads.submit(`${providerId} ${params.skip} ${limit}`, params)
   }
 
   async #readPage({ providerId, skip, limit }: PageParams): Promise<ListingsPageData> {
