@@ -57,6 +57,14 @@ await describeEachDialect('recordCount and pages under concurrent creates', (ser
         'sequence numbers are dense: 1..recordCount',
       )
     }
+    // On PostgreSQL no foreign key holds items to their listing (see its migration): nothing may be left over.
+    const orphans = await service.database.kysely
+      .selectFrom('listing_items as i')
+      .leftJoin('listings as l', 'l.id', 'i.listing_id')
+      .select('i.listing_id')
+      .where('l.id', 'is', null)
+      .execute()
+    assert.deepEqual(orphans, [], 'items without their listing')
   })
 })
 

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { sql, type Kysely } from 'kysely'
 import { openDatabase } from '../src/db/connection.js'
+import { migrate } from '../src/db/migrate.js'
 import * as initial from '../src/migrations/2026-11-21-initial.js'
 import * as listingItemsJson from '../src/migrations/2026-11-21-listing-items-json.js'
 import { createTestDatabase, testDialects } from './helper.js'
@@ -127,3 +128,22 @@ describe('two instances starting at once on one fresh SQLite file', () => {
     }
   })
 })
+
+for (const dialect of await testDialects()) {
+  test(`2026-11-22-postgres-items-without-fk drops listing_items' foreign key on PostgreSQL only [${dialect}]`, async () => {
+    const testDatabase = await createTestDatabase(dialect)
+    const database = openDatabase(testDatabase.url)
+    try {
+      await migrate(database)
+      const keys =
+        dialect === 'postgres'
+          ? await sql`select constraint_name from information_schema.table_constraints
+                      where table_name = 'listing_items' and constraint_type = 'FOREIGN KEY'`.execute(database.kysely)
+          : await sql`select * from pragma_foreign_key_list('listing_items')`.execute(database.kysely)
+      assert.equal(keys.rows.length, dialect === 'postgres' ? 0 : 1, JSON.stringify(keys.rows))
+    } finally {
+      await database.close()
+      await testDatabase.drop()
+    }
+  })
+}

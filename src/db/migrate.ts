@@ -1,18 +1,21 @@
 import { sql, type Kysely } from 'kysely'
-import type { Database } from './connection.js'
+import type { Database, DialectName } from './connection.js'
 import { beginExclusive } from './dialect.js'
 import * as initial from '../migrations/2026-11-21-initial.js'
 import * as listingItemsJson from '../migrations/2026-11-21-listing-items-json.js'
+import * as postgresItemsWithoutFk from '../migrations/2026-11-22-postgres-items-without-fk.js'
 
 interface Migration {
   name: string
-  up(db: Kysely<any>): Promise<void>
+  /** Most migrations are the same SQL for both dialects and ignore `dialect`. */
+  up(db: Kysely<any>, dialect: DialectName): Promise<void>
 }
 
 /** In order; names are dated and never reused. */
 const migrations: Migration[] = [
   { name: '2026-11-21-initial', up: initial.up },
   { name: '2026-11-21-listing-items-json', up: listingItemsJson.up },
+  { name: '2026-11-22-postgres-items-without-fk', up: postgresItemsWithoutFk.up },
 ]
 
 /**
@@ -31,7 +34,7 @@ export async function migrate(database: Database): Promise<string[]> {
       const applied = new Set(done.rows.map((row) => row.name))
       const pending = migrations.filter((m) => !applied.has(m.name))
       for (const migration of pending) {
-        await migration.up(conn)
+        await migration.up(conn, database.dialect)
         await sql`insert into schema_migrations (name, applied_at_ms) values (${migration.name}, ${Date.now()})`.execute(
           conn,
         )
