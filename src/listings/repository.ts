@@ -1,5 +1,6 @@
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
+import { SqliteReadCache } from '../db/sqlite-read-cache.js'
 import { TrailingBatches } from '../trailing-batches.js'
 import { fromThousandths, itemColumns, listingColumns, type NewListing } from './columns.js'
 import { itemsJson, type PageListing } from './page-json.js'
@@ -51,6 +52,8 @@ export class ListingRepository {
    * shares with us. SQLite reads run in-process in microseconds, with nothing to wait for.
    */
   readonly #samePageReads?: TrailingBatches<PageParams, ListingsPageData>
+  /** SQLite: pages are kept until anything is committed (SqliteReadCache); the query is most of a page's time. */
+  readonly #unchangedPages?: SqliteReadCache<ListingsPageData>
   /** Creates: sqlite-writer.ts or postgres-writer.ts. */
   readonly #writer: ListingWriter
 
@@ -58,6 +61,7 @@ export class ListingRepository {
     const { sqlite } = database
     if (sqlite) {
       this.#writer = sqliteListingWriterFor({ ...database, sqlite })
+      this.#unchangedPages = new SqliteReadCache(sqlite.connection)
     } else {
       this.#writer = postgresListingWriter(database)
       this.#samePageReads = new TrailingBatches(async (requests) => {
@@ -116,8 +120,10 @@ export class ListingRepository {
    */
   page(providerId: string, { page, limit }: ListListingsParams): Promise<ListingsPageData> {
     const params = { providerId, skip: (page - 1) * limit, limit }
-    if (!this.#samePageReads) return this.#readPage(params)
-    return this.#samePageReads.submit(`${providerId} ${params.skip} ${limit}`, params)
+    const key = `${providerId} ${params.skip} ${limit}`
+    if (this.#unchangedPages) return this.#unchangedPages.get(key, () => this.#readPage(params))
+    if (this.#samePageReads) return this.#samePageReads.submit(key, params)
+    return this.#readPage(params)
   }
 
   async #readPage({ providerId, skip, limit }: PageParams): Promise<ListingsPageData> {
