@@ -20,49 +20,48 @@ interface Waiter<In, Out> {
  * lock on the provider's counter row, one commit).
  */
 export class TrailingBatches<In, Out> {
-  readonly #keys = new Map<string, { waiting: Array<Waiter<In, Out>> }>()
+  readonly #keys = new Map<string, { running: number; waiting: Array<Waiter<In, Out>> }>()
 
   constructor(
     /** Carries out one batch: one outcome per item, in order. A rejection fails every item of the batch. */
     private readonly run: (items: In[]) => Promise<Array<Settled<Out>>>,
-    private readonly maxBatch = Number.POSITIVE_INFINITY,
+    private readonly options: { maxBatch?: number; maxRunning?: number } = {},
   ) {}
 
   submit(key: string, item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
-      const waiter = { item, resolve, reject }
-      const running = this.#keys.get(key)
-      if (running) running.waiting.push(waiter)
-      else this.#start(key, [waiter])
+      let state = this.#keys.get(key)
+      if (!state) this.#keys.set(key, (state = { running: 0, waiting: [] }))
+      state.waiting.push({ item, resolve, reject })
+      this.#pump(key, state)
     })
   }
 
-  #start(key: string, batch: Array<Waiter<In, Out>>): void {
-    const state = { waiting: [] as Array<Waiter<In, Out>> }
-    this.#keys.set(key, state)
-    const settle = (outcomes: Array<Settled<Out>>) => {
-      batch.forEach((waiter, i) => {
-        const outcome = outcomes[i]
-        if (outcome?.ok) waiter.resolve(outcome.value)
-        else waiter.reject(outcome ? outcome.error : new Error('a batch returned fewer outcomes than items'))
+  /** Starts batches of what waits, while fewer than maxRunning (default 1) of the key's batches run. */
+  #pump(key: string, state: { running: number; waiting: Array<Waiter<In, Out>> }): void {
+    const { maxBatch = Number.POSITIVE_INFINITY, maxRunning = 1 } = this.options
+    while (state.running < maxRunning && state.waiting.length > 0) {
+      const batch = state.waiting.splice(0, maxBatch)
+      state.running += 1
+      this.#carryOut(batch).finally(() => {
+        state.running -= 1
+        if (state.running === 0 && state.waiting.length === 0) this.#keys.delete(key)
+        else this.#pump(key, state)
       })
     }
-    const next = () => {
-      const { waiting } = state
-      if (waiting.length === 0) {
-        this.#keys.delete(key)
-        return
-      }
-      this.#start(key, waiting.splice(0, this.maxBatch))
-      // More than one batch's worth was waiting: the rest waits for the batch after.
-      this.#keys.get(key)?.waiting.push(...waiting)
-    }
-    let result: Promise<Array<Settled<Out>>>
+  }
+
+  async #carryOut(batch: Array<Waiter<In, Out>>): Promise<void> {
+    let outcomes: Array<Settled<Out>>
     try {
-      result = this.run(batch.map((waiter) => waiter.item))
+      outcomes = await this.run(batch.map((waiter) => waiter.item))
     } catch (error) {
-      result = Promise.reject(error)
+      outcomes = batch.map(() => ({ ok: false, error }))
     }
-    result.then(settle, (error: unknown) => settle(batch.map(() => ({ ok: false, error })))).finally(next)
+    batch.forEach((waiter, i) => {
+      const outcome = outcomes[i]
+      if (outcome?.ok) waiter.resolve(outcome.value)
+      else waiter.reject(outcome ? outcome.error : new Error('a batch returned fewer outcomes than items'))
+    })
   }
 }

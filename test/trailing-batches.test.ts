@@ -11,7 +11,7 @@ function manualBatches(maxBatch?: number) {
         const number = batches.length + 1
         batches.push({ items, end: () => resolve(items.map((item) => ({ ok: true, value: `${item}@${number}` }))), fail: reject })
       }),
-    maxBatch,
+    { maxBatch },
   )
   return { batches, runner }
 }
@@ -87,4 +87,23 @@ test('a runner that throws instead of rejecting fails its batch, and the key is 
   })
   await assert.rejects(runner.submit('k', 1), /synchronous/)
   assert.equal(await runner.submit('k', 2), 2)
+})
+
+test('with maxRunning 2, a second batch starts while the first runs; later items wait for either to end', async () => {
+  const batches: Array<{ items: string[]; end(): void }> = []
+  const runner = new TrailingBatches<string, string>(
+    (items) =>
+      new Promise((resolve) => {
+        batches.push({ items, end: () => resolve(items.map((item) => ({ ok: true, value: item }))) })
+      }),
+    { maxRunning: 2 },
+  )
+  const all = ['a', 'b', 'c', 'd'].map((item) => runner.submit('k', item))
+  assert.deepEqual(batches.map((batch) => batch.items), [['a'], ['b']])
+  batches[1]?.end()
+  await tick()
+  assert.deepEqual(batches.map((batch) => batch.items), [['a'], ['b'], ['c', 'd']])
+  batches[0]?.end()
+  batches[2]?.end()
+  assert.deepEqual(await Promise.all(all), ['a', 'b', 'c', 'd'])
 })

@@ -100,7 +100,7 @@ export function postgresListingWriter(database: Database): ListingWriter {
       }
       return outcomes
     }
-  }, MAX_BATCH)
+  }, { maxBatch: MAX_BATCH, maxRunning: 2 })
 
   return {
     write: (write) => batches.submit(write.columns.provider_id, write),
