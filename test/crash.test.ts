@@ -4,7 +4,7 @@ import { after, describe, test } from 'node:test'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import { sql } from 'kysely'
-import { openDatabase, type DialectName } from '../src/db/connection.js'
+import { openDatabase, openSqliteConnection, type DialectName } from '../src/db/connection.js'
 import { fixtureImages, item, listingBody } from './fixtures.js'
 import { createTestDatabase, testDialects, type TestDatabase } from './helper.js'
 import { postCreate, type CreateAnswer } from './http-support.js'
@@ -313,15 +313,20 @@ describe('kill -9', { concurrency: true }, () => {
 describe('SQLite durability settings', { skip: !dialects.includes('sqlite') && 'DIALECTS excludes sqlite' }, () => {
   // kill -9 cannot tell synchronous=OFF from FULL (the kernel still holds the written pages; the crash test
   // above passes with OFF), and a power cut cannot be staged here, so the setting itself is pinned.
-  test('the connection the service opens runs in WAL mode with synchronous=FULL', async () => {
+  test('the connections the service opens run in WAL mode with synchronous=FULL', async () => {
     const database = await createTestDatabase('sqlite')
     const opened = openDatabase(database.url)
+    // The writer thread, which stores every create, opens its own connection with this function.
+    const writer = openSqliteConnection(database.url.slice('sqlite:'.length))
     try {
       const { rows: mode } = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(opened.kysely)
       const { rows: sync } = await sql<{ synchronous: number }>`pragma synchronous`.execute(opened.kysely)
       assert.deepEqual(mode, [{ journal_mode: 'wal' }])
       assert.deepEqual(sync, [{ synchronous: 2 }], 'FULL is 2')
+      assert.equal(writer.pragma('journal_mode', { simple: true }), 'wal')
+      assert.equal(writer.pragma('synchronous', { simple: true }), 2, "the writer's connection: FULL is 2")
     } finally {
+      writer.close()
       await opened.close()
       await database.drop()
     }

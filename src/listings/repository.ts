@@ -47,9 +47,9 @@ export class ListingRepository {
 
   /**
    * PostgreSQL: concurrent reads of the same page share a query (TrailingBatches: never one that began before
-   * the request). A provider's page 1 polled by many clients at once is the common hot spot; 50
-   * clients reading it cost 50 queued round trips on 10 pooled connections, each paid in the CPU the database
-   * shares with us. SQLite reads run in-process in microseconds, with nothing to wait for.
+   * the request). A provider's page 1 polled by many clients at once is the common hot spot; 50 clients
+   * reading it cost 50 round trips queued on 10 pooled connections, each also paid in the CPU the database
+   * shares with us.
    */
   readonly #samePageReads?: TrailingBatches<PageParams, ListingsPageData>
   /** SQLite: pages are kept until anything is committed (SqliteReadCache); the query is most of a page's time. */
