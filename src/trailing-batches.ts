@@ -7,9 +7,9 @@ interface Waiter<In, Out> {
 }
 
 /**
- * At most one batch in flight per key. Work submitted while a key's batch runs waits, and all of it goes as the
- * next batch the moment the running one ends. Alone, an item starts at once (no timer, no added latency);
- * under load, batches grow to whatever arrived during one round trip.
+ * At most `maxRunning` batches in flight per key (one unless told). Work submitted while they run waits, and
+ * all of it goes as the next batch the moment one ends. Alone, an item starts at once (no timer, no added
+ * latency); under load, batches grow to whatever arrived during one round trip.
  *
  * Every item is carried out by a batch that starts after it was submitted, never by one already running. For
  * reads that is what keeps read-your-writes: a request is never answered from a query that began before it
