@@ -3,7 +3,7 @@
  * about 70% of the maximum measured in the same run, for --duration seconds (300 by default) in windows of
  * --window seconds, with the service's RSS sampled every second. It passes (exit 0) when:
  *   - no request failed (non-2xx, socket error or timeout);
- *   - RSS at the end is within 10% of RSS after the first window (the warm-up);
+ *   - RSS at the end is within 10% of RSS after the first window (caches and heaps still grow during it);
  *   - p99 is stable: no window's p99 is over twice the median window's p99 (with a 5 ms floor: sub-millisecond
  *     noise is not instability).
  * Results go to bench/results/<date>-soak.md. Run it on a quiet machine; it is a benchmark, never part of npm test.

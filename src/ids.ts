@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import { sql, type Expression, type RawBuilder } from 'kysely'
 
 // Crockford's base32: no I, L, O, U, so ids survive being read aloud or typed by hand.
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
@@ -38,6 +37,9 @@ const TIME_DIGITS = 10
 const TICK_DIGITS = 7 // 35 bits: more listings in one millisecond than any provider can create
 const RANDOM_DIGITS = 9 // 45 bits
 
+/** What listingIdSql (postgres-writer.ts) needs to build the same id in SQL. */
+export const LISTING_ID_LAYOUT = { alphabet: ALPHABET, timeDigits: TIME_DIGITS, tickDigits: TICK_DIGITS } as const
+
 /** The random tail of a listing id. */
 export function listingIdRandomPart(): string {
   return encodeBits(randomBytes(6)).slice(0, RANDOM_DIGITS)
@@ -47,20 +49,11 @@ export function listingIdRandomPart(): string {
  * A listing id in a ULID's shape (26 Crockford base-32 characters): the creation millisecond, then `tick`, the
  * count of earlier listings of the same provider in that millisecond, then randomness. Within one provider,
  * ids therefore sort exactly as listings were created, which is what makes "creation time, then id,
- * descending" the same order as the per-provider sequence. listingIdSql builds the same id in PostgreSQL.
+ * descending" the same order as the per-provider sequence. listingIdSql (postgres-writer.ts) builds the same id in
+ * PostgreSQL.
  */
 export function listingId(createdAtMs: number, tick: number, random = listingIdRandomPart()): string {
   return encodeTime(createdAtMs) + encodeNumber(tick, TICK_DIGITS) + random
-}
-
-/**
- * listingId as a PostgreSQL expression over the columns holding the millisecond and the tick, so a create can
- * be one statement (see ListingRepository). Each digit is `substr(alphabet, ((n >> 5k) & 31) + 1, 1)`.
- */
-export function listingIdSql(createdAtMs: Expression<unknown>, tick: Expression<unknown>, random: Expression<unknown>): RawBuilder<string> {
-  const digits = (value: Expression<unknown>, count: number) =>
-    Array.from({ length: count }, (_, i) => sql`substr(${sql.lit(ALPHABET)}, ((${value} >> ${sql.lit(5 * (count - 1 - i))}) & 31)::int + 1, 1)`)
-  return sql<string>`(${sql.join([...digits(createdAtMs, TIME_DIGITS), ...digits(tick, TICK_DIGITS), sql`${random}::text`], sql` || `)})`
 }
 
 /** An opaque, time-ordered id with a type prefix (`prv_…`, `tok_…`) that says what it names. */

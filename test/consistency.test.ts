@@ -71,11 +71,13 @@ await describeEachDialect('recordCount and pages under concurrent creates', (ser
 await describeEachDialect(
   'read-your-writes under concurrent identical reads',
   (service) => {
-    // On PostgreSQL, identical page reads in flight together share a query (src/trailing-flight.ts). Sharing one
-    // that began before a request arrived would answer it from a snapshot older than a create it had already
-    // seen acknowledged. Here: every read counts at least the creates answered before it was sent. The window for
-    // that fault is a fraction of a millisecond, and this test did not catch a plain single-flight put in on
-    // purpose (3 runs); test/trailing-flight.test.ts pins the rule itself, deterministically.
+    // Both databases answer hot pages without a fresh query each time: SQLite from a cache checked against
+    // data_version (src/db/sqlite-read-cache.ts), PostgreSQL by sharing a query among identical reads in flight
+    // (src/trailing-batches.ts). Either done wrong answers a read from before a create its client has seen
+    // acknowledged. Here: every read counts at least the creates answered before it was sent. With the cache's
+    // version check broken on purpose this test failed; a plain single-flight put into PostgreSQL's sharing on
+    // purpose was not caught (3 runs: that window is a fraction of a millisecond), which
+    // test/trailing-batches.test.ts pins deterministically instead.
     test('30 creates one after another while 8 clients read the same page back to back: no read misses an acknowledged create', async () => {
       const provider = await service.newProvider()
       let acknowledged = 0

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
 import { openDatabase } from '../src/db/connection.js'
-import { listingId, listingIdRandomPart, listingIdSql } from '../src/ids.js'
+import { listingId, listingIdRandomPart } from '../src/ids.js'
+import { listingIdSql } from '../src/listings/postgres-writer.js'
 import { createTestDatabase, testDialects } from './helper.js'
 
 // A listing id is the creation millisecond, the tick within it and randomness (ids.ts). SQLite stores ids

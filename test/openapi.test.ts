@@ -96,18 +96,28 @@ interface Provocation {
 
 const withImage = (url: string) => listingBody({ brand: { ...listingBody().brand, imageUrl: url } })
 
-/** Another connection holding the database's exclusive lock while a provocation is sent. */
-let lockHolder: SQLite.Database | undefined
-
 /**
- * Stops the service's reads at once. Readers wait for nobody in WAL mode; out of it, another connection's
- * exclusive lock stops them, and without busy_timeout they fail instead of waiting.
+ * A provocation sent while the service's reads fail at once. Readers wait for nobody in WAL mode; out of it,
+ * another connection's exclusive lock stops them, and without busy_timeout they fail instead of waiting.
  */
-async function lockOut(service: TestService): Promise<void> {
-  await sql`pragma journal_mode = delete`.execute(service.database.kysely)
-  await sql`pragma busy_timeout = 0`.execute(service.database.kysely)
-  lockHolder = new SQLite(service.databaseUrl.slice('sqlite:'.length))
-  lockHolder.exec('begin exclusive')
+function whileLockedOut(route: string, send: Provocation['send']): Provocation {
+  let lockHolder: SQLite.Database | undefined
+  return {
+    route,
+    async prepare(service) {
+      await sql`pragma journal_mode = delete`.execute(service.database.kysely)
+      await sql`pragma busy_timeout = 0`.execute(service.database.kysely)
+      lockHolder = new SQLite(service.databaseUrl.slice('sqlite:'.length))
+      lockHolder.exec('begin exclusive')
+    },
+    async send(service, token) {
+      try {
+        return await send(service, token)
+      } finally {
+        lockHolder?.close()
+      }
+    },
+  }
 }
 
 /** A table every create writes: without it a create fails with an unexpected error. */
@@ -208,30 +218,10 @@ const provocations: Record<ProblemType, Provocation[]> = {
     },
   ],
   unavailable: [
-    {
-      route: CREATE,
-      // Its first step, the referenceId lookup, is a read on the request's connection (the write would wait on
-      // the writer thread for busy_timeout, 5 s, before answering the same 503).
-      prepare: lockOut,
-      async send(service, token) {
-        try {
-          return await service.create(token, listingBody())
-        } finally {
-          lockHolder?.close()
-        }
-      },
-    },
-    {
-      route: LIST,
-      prepare: lockOut,
-      async send(service, token) {
-        try {
-          return await service.list(token)
-        } finally {
-          lockHolder?.close()
-        }
-      },
-    },
+    // A create's first step, the referenceId lookup, is a read on the request's connection (its write would wait
+    // on the writer thread for busy_timeout, 5 s, before answering the same 503).
+    whileLockedOut(CREATE, (service, token) => service.create(token, listingBody())),
+    whileLockedOut(LIST, (service, token) => service.list(token)),
     {
       route: READY,
       prepare: (service) => service.database.close(),

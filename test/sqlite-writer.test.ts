@@ -35,11 +35,12 @@ describe('SQLite listing writer', () => {
     await testDb.drop()
   })
 
-  const write = (overrides: Record<string, unknown> = {}, itemCount = 1): ListingWrite => {
-    const input = listingBody(overrides, itemCount) as CreateListingInput
+  const writeOf = (body: Record<string, unknown>): ListingWrite => {
+    const input = body as CreateListingInput
     const listing = { providerId, input, requestHash: 'h', nowMs: Date.now(), ttlSeconds: 3600 }
     return { columns: listingColumns(listing), items: itemColumns(input), nowMs: listing.nowMs, ttlSeconds: 3600 }
   }
+  const write = (overrides: Record<string, unknown> = {}, itemCount = 1) => writeOf(listingBody(overrides, itemCount))
   /** What is stored, read on a connection of its own. */
   const stored = () => {
     const check = new SQLite(file, { readonly: true })
@@ -55,7 +56,7 @@ describe('SQLite listing writer', () => {
       check.close()
     }
   }
-  /** A writer on a connection of its own, as the writer thread has, with `setup` pragmas applied. */
+  /** A writer on a connection of its own, as the writer thread has; `run` may set that connection's pragmas. */
   const withWriter = (run: (writeBatch: (batch: ListingWrite[]) => WriteOutcome[], connection: SQLite.Database) => void) => {
     const connection = new SQLite(file)
     connection.pragma('foreign_keys = ON')
@@ -106,8 +107,9 @@ describe('SQLite listing writer', () => {
   test('disk full (max_page_count): the create that does not fit answers SQLITE_FULL, an outage; the file stays intact and consistent', () => {
     const before = stored()
     const long = 'x'.repeat(200)
-    const big = write({}, 100)
-    big.items = itemColumns({ ...listingBody({}, 100), items: listingBody({}, 100).items.map((_: unknown, i: number) => item(i, { displayName: { ar: long, en: long } })) } as CreateListingInput)
+    const bigBody = listingBody({}, 100)
+    bigBody.items = bigBody.items.map((_: unknown, i: number) => item(i, { displayName: { ar: long, en: long } }))
+    const big = writeOf(bigBody)
     withWriter((writeBatch, connection) => {
       const pages = connection.pragma('page_count', { simple: true }) as number
       const limit = connection.pragma('max_page_count', { simple: true }) as number

@@ -1,6 +1,4 @@
-import { mkdirSync } from 'node:fs'
-import { dirname } from 'node:path'
-import SQLite from 'better-sqlite3'
+import type SQLite from 'better-sqlite3'
 import { createHash } from 'node:crypto'
 import {
   Kysely,
@@ -15,6 +13,7 @@ import {
 import pg from 'pg'
 import { isDatabaseUnavailable } from './dialect.js'
 import { queryOperation, type QueryOperation } from './query-operation.js'
+import { openSqliteConnection } from './sqlite-connection.js'
 import type { Tables } from './tables.js'
 
 export type DialectName = 'sqlite' | 'postgres'
@@ -180,47 +179,6 @@ export interface OpenOptions {
 function queryLog(observe: OpenOptions['observeQuery']): KyselyConfig['log'] {
   if (!observe) return undefined
   return (event) => observe(queryOperation(event.query), event.queryDurationMillis / 1000)
-}
-
-/** How long a SQLite write waits for another connection's lock before failing (then 503). */
-const SQLITE_BUSY_TIMEOUT_MS = 5000
-
-const sleepCell = new Int32Array(new SharedArrayBuffer(4))
-
-/**
- * Switching a fresh file to WAL is a reader asking to write, and while another process holds the write lock SQLite answers that with
- * SQLITE_BUSY at once instead of waiting on busy_timeout (waiting could deadlock): two instances starting together
- * on a new database failed this way (32 of 300 paired opens in a reproduction). So the switch is retried, for as
- * long as a lock is waited for elsewhere. Start-up only, hence the synchronous sleep.
- */
-function enableWal(sqlite: SQLite.Database): void {
-  const deadline = Date.now() + SQLITE_BUSY_TIMEOUT_MS
-  for (;;) {
-    try {
-      const mode: unknown = sqlite.pragma('journal_mode = WAL', { simple: true })
-      if (mode === 'wal') return
-      if (Date.now() > deadline) throw new Error(`SQLite stayed in journal mode ${String(mode)}, not WAL`)
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error
-    }
-    Atomics.wait(sleepCell, 0, 0, 10)
-  }
-}
-
-/**
- * A SQLite connection as the service uses one, from any thread. WAL + synchronous=FULL: an acknowledged commit
- * survives power loss (contract §9).
- */
-export function openSqliteConnection(path: string): SQLite.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  const sqlite = new SQLite(path)
-  // An in-memory database has no journal file to switch: it is never shared, nor durable.
-  if (path !== ':memory:') enableWal(sqlite)
-  sqlite.pragma('synchronous = FULL')
-  sqlite.pragma('foreign_keys = ON')
-  // Another connection (the writer thread, a second instance, the CLI) may hold the write lock briefly: wait, don't fail.
-  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
-  return sqlite
 }
 
 /** The one place that chooses a dialect. */

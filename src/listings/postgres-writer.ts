@@ -1,8 +1,8 @@
-import { sql } from 'kysely'
+import { sql, type Expression, type RawBuilder } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
-import { listingIdRandomPart, listingIdSql } from '../ids.js'
+import { LISTING_ID_LAYOUT, listingIdRandomPart } from '../ids.js'
 import { TrailingBatches, type Settled } from '../trailing-batches.js'
 import { ITEM_COLUMN_TYPES, LISTING_COLUMN_NAMES, LISTING_COLUMN_TYPES } from './columns.js'
 import type { ListingWrite, ListingWriter, StoredListing } from './writer.js'
@@ -13,6 +13,18 @@ interface BatchParams extends Record<string, unknown> {
   now_ms: number
   /** JSON: an array of the listings' columns, each with its ordinal (1…n), ttl_seconds, random (the id's tail) and items. */
   listings: string
+}
+
+/**
+ * listingId as a PostgreSQL expression over the columns holding the millisecond and the tick, so a create can
+ * be one statement. Each digit is `substr(alphabet, ((n >> 5k) & 31) + 1, 1)`. Not in ids.ts: that module is
+ * also loaded by the SQLite writer thread, which has no use for Kysely (~160 ms to load).
+ */
+export function listingIdSql(createdAtMs: Expression<unknown>, tick: Expression<unknown>, random: Expression<unknown>): RawBuilder<string> {
+  const { alphabet, timeDigits, tickDigits } = LISTING_ID_LAYOUT
+  const digits = (value: Expression<unknown>, count: number) =>
+    Array.from({ length: count }, (_, i) => sql`substr(${sql.lit(alphabet)}, ((${value} >> ${sql.lit(5 * (count - 1 - i))}) & 31)::int + 1, 1)`)
+  return sql<string>`(${sql.join([...digits(createdAtMs, timeDigits), ...digits(tick, tickDigits), sql`${random}::text`], sql` || `)})`
 }
 
 /** At most this many creates in one statement: bounds the statement's size and the time its lock is held. */
@@ -86,8 +98,8 @@ export function postgresListingWriter(database: Database): ListingWriter {
   }
 
   // Two statements in flight per provider: the second waits on the counter row inside PostgreSQL and starts the
-  // moment the first commits, instead of once our busy event loop has read the first's answer (+15–19% at
-  // saturation in paired runs).
+  // moment the first commits, instead of once our busy event loop has read the first's answer (353 → 400 and
+  // 440 → 524 creates/s of 100 items at saturation, paired runs).
   const batches = new TrailingBatches<ListingWrite, StoredListing>(async (writes) => {
     try {
       return (await store(writes)).map((value) => ({ ok: true, value }))

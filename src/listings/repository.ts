@@ -60,7 +60,7 @@ export class ListingRepository {
   constructor(private readonly database: Database) {
     const { sqlite } = database
     if (sqlite) {
-      this.#writer = sqliteListingWriterFor({ ...database, sqlite })
+      this.#writer = sqliteListingWriterFor(sqlite, database.observeQuery)
       this.#unchangedPages = new SqliteReadCache(sqlite.connection)
     } else {
       this.#writer = postgresListingWriter(database)

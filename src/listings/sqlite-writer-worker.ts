@@ -4,7 +4,7 @@
  * transaction together (group commit).
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
-import { openSqliteConnection } from '../db/connection.js'
+import { openSqliteConnection } from '../db/sqlite-connection.js'
 import { sqliteListingWriter } from './sqlite-insert.js'
 import type { WriterReply, WriterRequest } from './sqlite-writer.js'
 
@@ -15,14 +15,13 @@ if (!parentPort) throw new Error('sqlite-writer-worker runs as a worker thread')
 const port: MessagePort = parentPort
 const db = openSqliteConnection((workerData as { path: string }).path)
 const write = sqliteListingWriter(db)
-let queue: Array<Extract<WriterRequest, { type: 'write' }>> = []
+const queue: Array<Extract<WriterRequest, { type: 'write' }>> = []
 let scheduled = false
 
 function flush() {
   scheduled = false
   while (queue.length > 0) {
-    const jobs = queue.slice(0, MAX_BATCH)
-    queue = queue.slice(MAX_BATCH)
+    const jobs = queue.splice(0, MAX_BATCH)
     const started = performance.now()
     const outcomes = write(jobs.map((job) => job.write))
     const reply: WriterReply = {

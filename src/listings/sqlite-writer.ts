@@ -27,9 +27,11 @@ function settle(outcome: WriteOutcome): StoredListing {
  * together share one commit, and a lock held by another process is waited for there, not on the event loop.
  * An in-memory database exists only on its own connection: it is written there, in line.
  */
-export function sqliteListingWriterFor(database: Database & { sqlite: NonNullable<Database['sqlite']> }): ListingWriter {
-  const { path, connection } = database.sqlite
-  const observe = (seconds: number) => database.observeQuery?.('insert', seconds)
+export function sqliteListingWriterFor(
+  { path, connection }: NonNullable<Database['sqlite']>,
+  observeQuery: Database['observeQuery'],
+): ListingWriter {
+  const observe = (seconds: number) => observeQuery?.('insert', seconds)
   if (path === ':memory:') {
     const writeBatch = sqliteListingWriter(connection)
     return {
