@@ -63,7 +63,8 @@ export async function seed(database: Database, count: number, onProgress?: (done
           seq,
           created_at_ms: createdAtMs,
           expires_at_unix: Math.floor(createdAtMs / 1000) + TTL_SECONDS,
-          ...listingColumns({ providerId: provider.id, input, requestHash: 'seeded', nowMs: createdAtMs, ttlSeconds: TTL_SECONDS }),
+          ...listingColumns(provider.id, input),
+          request_hash: 'seeded',
         })
         listingItems.push(...items.map((item) => ({ listing_id: id, ...item })))
       }

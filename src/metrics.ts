@@ -94,7 +94,7 @@ export class Metrics {
       this.#probes.inc({ outcome })
       this.#probeDuration.observe({ outcome }, seconds)
     },
-    reused: (source: (typeof REUSE_SOURCES)[number]) => this.#probeReuses.inc({ source }),
+    reused: (source: (typeof REUSE_SOURCES)[number], count = 1) => this.#probeReuses.inc({ source }, count),
   }
 
   /** openDatabase's observeQuery. */

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { listingBody } from './fixtures.js'
+import { listingRecordJson } from '../src/listings/columns.js'
+import { legacyRequestHash, requestHash } from '../src/listings/request-hash.js'
+import type { CreateListingInput } from '../src/listings/schemas.js'
+import { fixtureImages, item, listingBody, setAt } from './fixtures.js'
 import { describeEachDialect } from './helper.js'
 
 /** Contract §5: referenceId is the provider's idempotency key. */
@@ -77,6 +80,64 @@ await describeEachDialect('create: referenceId and idempotency', (service) => {
     assert.equal(listed.body.recordCount, 1)
     assert.equal(listed.body.content[0].id, first.body.listingId)
     assert.equal(listed.body.content[0].items[0].price, body.items[0].price)
+  })
+
+  test('every field is part of "the same body": changing any one of them is 409 conflict', async () => {
+    // The fingerprint is taken over the stored columns (columns.ts): a field they left out would turn a
+    // different body into a replay.
+    const provider = await service.newProvider()
+    const body = listingBody({}, 2)
+    body.items[1].imageUrl = fixtureImages.url('/img/item.png')
+    assert.equal((await service.create(provider.token, body)).status, 201)
+    const changes: Array<[string, unknown]> = [
+      ['/location/latitude', 24.7137],
+      ['/location/longitude', 46.6754],
+      ['/brand/displayName/ar', 'مخبز المساء'],
+      ['/brand/displayName/en', 'Evening Bakery'],
+      ['/brand/urlSafeName', 'evening-bakery'],
+      ['/brand/imageUrl', fixtureImages.url('/img/other.png')],
+      ['/listingDetails/discountRate', 0.25],
+      ['/listingDetails/type', 'priority_timed'],
+      ['/listingDetails/isAssignedToDriver', false],
+      ['/items/0/displayName/ar', 'وجبة أخرى'],
+      ['/items/0/displayName/en', 'Another meal'],
+      ['/items/0/urlSafeName', 'another-meal'],
+      ['/items/0/imageUrl', fixtureImages.url('/img/item.png')],
+      ['/items/1/imageUrl', undefined],
+      ['/items/0/category', 'service'],
+      ['/items/0/subCategory', 'drink'],
+      ['/items/0/price', 10.001],
+      ['/items/0/quantity', 2],
+      ['/items/2', item(2)],
+    ]
+    for (const [pointer, value] of changes) {
+      const changed = structuredClone(body)
+      setAt(changed, pointer, value)
+      const response = await service.create(provider.token, changed)
+      assert.equal(response.status, 409, `${pointer}: ${response.text}`)
+    }
+    const swapped = structuredClone(body)
+    swapped.items.reverse()
+    assert.equal((await service.create(provider.token, swapped)).status, 409, 'items in another order')
+    assert.equal((await service.create(provider.token, body)).status, 200)
+  })
+
+  test('a listing stored with the fingerprint of before 2026-11-22 is still replayed, and still conflicts', async () => {
+    const provider = await service.newProvider()
+    const body = listingBody()
+    const first = await service.create(provider.token, body)
+    // As that version stored it: SHA-256 of the body with its defaults, keys sorted (here all are explicit).
+    await service.database.kysely
+      .updateTable('listings')
+      .set({ request_hash: legacyRequestHash(body) })
+      .where('id', '=', first.body.listingId)
+      .execute()
+    const again = await service.create(provider.token, body)
+    assert.equal(again.status, 200, again.text)
+    assert.deepEqual(again.body, first.body)
+    const changed = structuredClone(body)
+    changed.items[0].price = 11.5
+    assert.equal((await service.create(provider.token, changed)).status, 409)
   })
 
   test('two providers may use the same referenceId', async () => {
@@ -168,4 +229,20 @@ await describeEachDialect('create: referenceId and idempotency', (service) => {
       new Set(responses.map((r) => r.body.listingId)),
     )
   })
+})
+
+test('the fingerprint of a body does not change between versions (stored fingerprints must keep matching)', () => {
+  // If this fails, listingRecordJson writes a different text for the same body: every stored fingerprint
+  // would stop matching its replays. Give the new text a new VERSION in request-hash.ts, keep the old readable.
+  const body = {
+    referenceId: 'order-1',
+    location: { latitude: 24.7136, longitude: 46.6753 },
+    brand: { displayName: { ar: 'مخبز', en: 'Bakery' }, urlSafeName: 'bakery', imageUrl: 'https://img.example/b.png' },
+    listingDetails: { discountRate: 0.5, type: 'timed', isAssignedToDriver: true },
+    items: [{ displayName: { ar: 'خبز', en: 'Bread' }, urlSafeName: 'bread', category: 'product', subCategory: 'main_dish', price: 19.99, quantity: 2 }],
+  } as CreateListingInput
+  assert.equal(
+    requestHash(listingRecordJson('prv_1', body)),
+    'v2:2eb712fd95eedbfea523d6e9780a815e8824ed3951a01a062acc588edc37876b',
+  )
 })

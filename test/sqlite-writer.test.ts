@@ -4,7 +4,7 @@ import SQLite from 'better-sqlite3'
 import { openDatabase, type Database } from '../src/db/connection.js'
 import { isDatabaseUnavailable } from '../src/db/dialect.js'
 import { migrate } from '../src/db/migrate.js'
-import { itemColumns, listingColumns } from '../src/listings/columns.js'
+import { listingRecordJson } from '../src/listings/columns.js'
 import { ListingRepository } from '../src/listings/repository.js'
 import { sqliteListingWriter, type WriteOutcome } from '../src/listings/sqlite-insert.js'
 import type { ListingWrite } from '../src/listings/writer.js'
@@ -35,11 +35,13 @@ describe('SQLite listing writer', () => {
     await testDb.drop()
   })
 
-  const writeOf = (body: Record<string, unknown>): ListingWrite => {
-    const input = body as CreateListingInput
-    const listing = { providerId, input, requestHash: 'h', nowMs: Date.now(), ttlSeconds: 3600 }
-    return { columns: listingColumns(listing), items: itemColumns(input), nowMs: listing.nowMs, ttlSeconds: 3600 }
-  }
+  const writeOf = (body: Record<string, unknown>, provider = providerId): ListingWrite => ({
+    providerId: provider,
+    record: listingRecordJson(provider, body as CreateListingInput),
+    requestHash: 'h',
+    nowMs: Date.now(),
+    ttlSeconds: 3600,
+  })
   const write = (overrides: Record<string, unknown> = {}, itemCount = 1) => writeOf(listingBody(overrides, itemCount))
   /** What is stored, read on a connection of its own. */
   const stored = () => {
@@ -134,10 +136,7 @@ describe('SQLite listing writer', () => {
     const before = stored()
     const repository = new ListingRepository(database)
     const created = await Promise.all(
-      Array.from({ length: 200 }, () => {
-        const input = listingBody({}, 2) as CreateListingInput
-        return repository.insert({ providerId, input, requestHash: 'h', nowMs: Date.now(), ttlSeconds: 3600 })
-      }),
+      Array.from({ length: 200 }, () => repository.insert(writeOf(listingBody({}, 2)))),
     )
     assert.equal(new Set(created.map((listing) => listing.listingId)).size, 200)
     const after = stored()
@@ -150,11 +149,10 @@ describe('SQLite listing writer', () => {
 
   test('a failed create crosses from the thread with its SQLite code, as dialect.ts classifies errors', async () => {
     const repository = new ListingRepository(database)
-    const input = listingBody({}, 1) as CreateListingInput
-    const listing = { providerId, input, requestHash: 'h', nowMs: Date.now(), ttlSeconds: 3600 }
-    await repository.insert(listing)
-    await assert.rejects(repository.insert(listing), { code: 'SQLITE_CONSTRAINT_UNIQUE' })
-    await assert.rejects(repository.insert({ ...listing, providerId: 'no-such-provider' }), /provider no-such-provider does not exist/)
+    const body = listingBody({}, 1)
+    await repository.insert(writeOf(body))
+    await assert.rejects(repository.insert(writeOf(body)), { code: 'SQLITE_CONSTRAINT_UNIQUE' })
+    await assert.rejects(repository.insert(writeOf(body, 'no-such-provider')), /provider no-such-provider does not exist/)
     await repository.close()
   })
 })

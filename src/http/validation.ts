@@ -31,8 +31,13 @@ const formats: Record<string, { validate(value: string): boolean; message(value:
 }
 
 function isHttpUrl(value: string): boolean {
-  if (!URL.canParse(value)) return false
-  const url = new URL(value)
+  // Parsed once (not URL.canParse, then again): a create's 101 image URLs are its costliest format checks.
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return false
+  }
   // Credentials in an image URL would be sent to whoever the URL points at: refused outright.
   return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && url.username === '' && url.password === ''
 }

@@ -20,8 +20,8 @@ export type ProbeOutcome = 'ok' | ProbeFailureType
 export interface ProbeObserver {
   /** An image was fetched and judged, taking `seconds` (waiting for a free slot excluded). */
   probed(outcome: ProbeOutcome, seconds: number): void
-  /** A verdict given without fetching: a recent success from the cache, or a fetch of the URL already under way. */
-  reused(source: 'cache' | 'in-flight'): void
+  /** Verdicts given without fetching (`count`, 1 if omitted): recent successes from the cache, or a fetch of the URL already under way. */
+  reused(source: 'cache' | 'in-flight', count?: number): void
 }
 
 export interface ImageProberOptions {
@@ -128,6 +128,7 @@ export class ImageProber {
    * the first failing one in document order sets the status and errors[] names every failing image.
    */
   readonly check: ImageCheck = async (images: ImageRef[]) => {
+    if (this.#allCached(images)) return
     const slots = new Semaphore(this.#options.perRequestConcurrency)
     const byUrl = new Map<string, Promise<ProbeResult>>()
     for (const { url } of images) {
@@ -146,6 +147,21 @@ export class ImageProber {
     throw new Problem(first.type, failures.length === 1 ? first.detail : `${failures.length} images were not accepted`, {
       errors: failures.map(({ pointer, detail }) => ({ pointer, detail })),
     })
+  }
+
+  /**
+   * Whether every image was accepted recently: the common create, naming a provider's usual images. It is
+   * answered without a probe, a slot and a promise per image (on a 100-item create those were ~5% of its CPU).
+   */
+  #allCached(images: ImageRef[]): boolean {
+    const now = this.#options.clock()
+    const distinct = new Set<string>()
+    for (const { url } of images) {
+      if (!this.#cache.get(url, now)) return false
+      distinct.add(url)
+    }
+    this.#observer?.reused('cache', distinct.size)
+    return true
   }
 
   /** One image's verdict: from the cache of recent successes, a probe under way, or a new probe. */

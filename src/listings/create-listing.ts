@@ -4,7 +4,8 @@ import { Problem } from '../errors.js'
 import { listingImages, type ImageCheck } from '../images/check.js'
 import type { Provider } from '../providers/repository.js'
 import type { ListingRepository, StoredListingRef } from './repository.js'
-import { requestHash } from './request-hash.js'
+import { listingRecordJson } from './columns.js'
+import { requestHash, sameRequest } from './request-hash.js'
 import type { CreateListingInput, CreateListingResult, ListingTypes } from './schemas.js'
 
 export interface CreateListingDeps {
@@ -20,8 +21,8 @@ export interface CreateListingOutcome {
   body: CreateListingResult
 }
 
-function replay(existing: StoredListingRef, hash: string): CreateListingOutcome {
-  if (existing.requestHash !== hash) {
+function replay(existing: StoredListingRef, hash: string, input: CreateListingInput): CreateListingOutcome {
+  if (!sameRequest(existing.requestHash, hash, input)) {
     throw new Problem('conflict', 'referenceId is already used by one of your listings with a different body', {
       errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
     })
@@ -38,16 +39,17 @@ export async function createListing(
   provider: Provider,
   input: CreateListingInput,
 ): Promise<CreateListingOutcome> {
-  const hash = requestHash(input)
+  const record = listingRecordJson(provider.id, input)
+  const hash = requestHash(record)
   const existing = await deps.listings.findByReference(provider.id, input.referenceId)
-  if (existing) return replay(existing, hash)
+  if (existing) return replay(existing, hash, input)
 
   await deps.checkImages(listingImages(input))
 
   try {
     const stored = await deps.listings.insert({
       providerId: provider.id,
-      input,
+      record,
       requestHash: hash,
       nowMs: deps.clock(),
       ttlSeconds: deps.ttlSeconds[input.listingDetails.type],
@@ -58,6 +60,6 @@ export async function createListing(
     if (!isUniqueViolation(error)) throw error
     const winner = await deps.listings.findByReference(provider.id, input.referenceId)
     if (!winner) throw error
-    return replay(winner, hash)
+    return replay(winner, hash, input)
   }
 }

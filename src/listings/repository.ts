@@ -2,11 +2,11 @@ import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import { SqliteReadCache } from '../db/sqlite-read-cache.js'
 import { TrailingBatches } from '../trailing-batches.js'
-import { fromThousandths, itemColumns, listingColumns, type NewListing } from './columns.js'
+import { fromThousandths } from './columns.js'
 import { itemsJson, type PageListing } from './page-json.js'
 import { postgresListingWriter } from './postgres-writer.js'
 import { sqliteListingWriterFor } from './sqlite-writer.js'
-import type { ListingWriter, StoredListing } from './writer.js'
+import type { ListingWrite, ListingWriter, StoredListing } from './writer.js'
 import type { Categories, ListListingsParams } from './schemas.js'
 
 interface PageParams {
@@ -98,13 +98,8 @@ export class ListingRepository {
   }
 
   /** Stores a listing and its items, all or nothing (see ListingWriter). */
-  insert(listing: NewListing): Promise<StoredListing> {
-    return this.#writer.write({
-      columns: listingColumns(listing),
-      items: itemColumns(listing.input),
-      nowMs: listing.nowMs,
-      ttlSeconds: listing.ttlSeconds,
-    })
+  insert(listing: ListingWrite): Promise<StoredListing> {
+    return this.#writer.write(listing)
   }
 
   /** Ends the SQLite writer thread, if one was started. */

@@ -1,6 +1,6 @@
 import type SQLite from 'better-sqlite3'
 import { listingId } from '../ids.js'
-import { ITEM_COLUMN_TYPES, LISTING_COLUMN_NAMES } from './columns.js'
+import { ITEM_COLUMN_TYPES, LISTING_COLUMN_NAMES, type ListingRecord } from './columns.js'
 import type { ListingWrite } from './writer.js'
 
 export type WriteOutcome =
@@ -31,8 +31,8 @@ export function sqliteListingWriter(db: SQLite.Database): (batch: readonly Listi
     where id = @provider_id
     returning listing_count, last_created_ms, last_created_tick`)
   const insertListing = db.prepare(`
-    insert into listings (id, seq, created_at_ms, expires_at_unix, ${LISTING_COLUMN_NAMES.join(', ')})
-    values (@id, @seq, @created_at_ms, @expires_at_unix, ${LISTING_COLUMN_NAMES.map((name) => `@${name}`).join(', ')})`)
+    insert into listings (id, seq, created_at_ms, expires_at_unix, request_hash, ${LISTING_COLUMN_NAMES.join(', ')})
+    values (@id, @seq, @created_at_ms, @expires_at_unix, @request_hash, ${LISTING_COLUMN_NAMES.map((name) => `@${name}`).join(', ')})`)
   const insertItem = db.prepare(`
     insert into listing_items (listing_id, ${itemNames.join(', ')})
     values (@listing_id, ${itemNames.map((name) => `@${name}`).join(', ')})`)
@@ -43,13 +43,21 @@ export function sqliteListingWriter(db: SQLite.Database): (batch: readonly Listi
   const release = db.prepare('release one_create')
   const undo = db.prepare('rollback to one_create')
 
-  const writeOne = ({ columns, items, nowMs, ttlSeconds }: ListingWrite): WriteOutcome => {
-    const counter = bumpCounter.get({ provider_id: columns.provider_id, now_ms: nowMs })
-    if (!counter) throw new Error(`provider ${columns.provider_id} does not exist`)
+  const writeOne = ({ providerId, record, requestHash, nowMs, ttlSeconds }: ListingWrite): WriteOutcome => {
+    const { items, ...columns } = JSON.parse(record) as ListingRecord
+    const counter = bumpCounter.get({ provider_id: providerId, now_ms: nowMs })
+    if (!counter) throw new Error(`provider ${providerId} does not exist`)
     const createdAtMs = counter.last_created_ms
     const id = listingId(createdAtMs, counter.last_created_tick)
     const expiresAtUnix = Math.floor(createdAtMs / 1000) + ttlSeconds
-    insertListing.run({ ...columns, id, seq: counter.listing_count, created_at_ms: createdAtMs, expires_at_unix: expiresAtUnix })
+    insertListing.run({
+      ...columns,
+      request_hash: requestHash,
+      id,
+      seq: counter.listing_count,
+      created_at_ms: createdAtMs,
+      expires_at_unix: expiresAtUnix,
+    })
     for (const item of items) insertItem.run({ listing_id: id, ...item })
     return { ok: true, listingId: id, expiresAtUnix }
   }

@@ -1,9 +1,9 @@
-import type { ItemColumns, ListingColumns } from './columns.js'
-
-/** One create as a writer receives it: the rows' request-side columns, already computed (columns.ts). */
+/** One create as a writer receives it: the rows' request-side columns, already written as text (columns.ts). */
 export interface ListingWrite {
-  columns: ListingColumns
-  items: ItemColumns[]
+  providerId: string
+  /** listingRecordJson: a ListingRecord. */
+  record: string
+  requestHash: string
   nowMs: number
   ttlSeconds: number
 }
