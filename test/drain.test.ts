@@ -222,6 +222,21 @@ describe('drain', { concurrency: true }, () => {
   }
 
   describe('SIGINT and the edges of the drain [sqlite]', { concurrency: true, skip: !dialects.includes('sqlite') && 'DIALECTS excludes sqlite' }, () => {
+    test('a service whose stdout reader has gone still drains and exits 0 on SIGTERM', async () => {
+      // Its log lines now meet a broken pipe (EPIPE). With pino's asynchronous default the exit-time flush
+      // retried that write every 100 ms forever, blocking the event loop: this test then timed out.
+      const { database } = await databaseWithProvider('sqlite')
+      const server = await startServer({ DATABASE_URL: database.url })
+      try {
+        server.child.stdout?.destroy()
+        // The first line to meet the broken pipe is the drain's own.
+        server.child.kill('SIGTERM')
+        assert.deepEqual(await within(10_000, server.closed), { code: 0, signal: null })
+      } finally {
+        await server.stop('SIGKILL')
+      }
+    })
+
     test('SIGINT drains the same way; a second and third signal during the drain change nothing', async () => {
       const images = await startHeldImageServer()
       const { database, token } = await databaseWithProvider('sqlite')
