@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, freemem, release, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -21,6 +21,10 @@ export interface RunningService {
  */
 export async function startService(env: Record<string, string> = {}, token?: string, dist = join(ROOT, 'dist')): Promise<RunningService> {
   const dir = mkdtempSync(join(tmpdir(), 'listing-bench-'))
+  // stdout goes to a file, as a log shipper tailing it would take it: the service writes its log synchronously,
+  // so a pipe read by this process (busy generating load) could fill up and hold the service back.
+  const logPath = join(dir, 'stdout.log')
+  const log = openSync(logPath, 'w')
   const child = spawn(process.execPath, [join(dist, 'cli/main.js'), 'serve'], {
     env: {
       PATH: process.env.PATH,
@@ -30,29 +34,31 @@ export async function startService(env: Record<string, string> = {}, token?: str
       RATE_LIMIT_PER_MINUTE: '0',
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', log, 'inherit'],
   })
-  // Start-up output is kept until the "ready" line (it holds the demo token); after that the access log is
-  // drained and dropped, as a log shipper would, so the service never blocks on a full pipe.
+  closeSync(log)
+  let exited: Error | undefined
+  child.once('exit', (code) => (exited = new Error(`service exited with ${code}: ${readFileSync(logPath, 'utf8')}`)))
+  // Start-up output up to the "ready" line holds the address and, on an empty database, the demo token.
   let stdout = ''
-  const ready = await new Promise<{ address: string }>((resolve, reject) => {
-    const onData = (chunk: string) => {
-      stdout += chunk
-      const line = stdout.split('\n').find((l) => l.includes('"msg":"ready"'))
-      if (line === undefined) return
-      child.stdout?.off('data', onData).on('data', () => {})
-      resolve(JSON.parse(line))
-    }
-    child.stdout?.setEncoding('utf8').on('data', onData)
-    child.once('exit', (code) => reject(new Error(`service exited with ${code}: ${stdout}`)))
-  })
+  let ready: { address: string } | undefined
+  while (!ready) {
+    if (exited) throw exited
+    await sleep(20)
+    stdout = readFileSync(logPath, 'utf8')
+    const line = stdout.split('\n').find((l) => l.includes('"msg":"ready"'))
+    if (line !== undefined) ready = JSON.parse(line) as { address: string }
+  }
   return {
     child,
     baseUrl: ready.address,
     token: token ?? /lst_[A-Za-z0-9_-]{43}/.exec(stdout)?.[0] ?? '',
     stop: () =>
       new Promise((resolve) => {
-        child.once('exit', () => resolve())
+        child.once('exit', () => {
+          rmSync(dir, { recursive: true, force: true }) // its log and, unless DATABASE_URL was given, its database
+          resolve()
+        })
         child.kill('SIGTERM')
       }),
   }
