@@ -492,5 +492,26 @@ if (await testRedis()) {
       proxy.forward()
       await assertLimitedAgain()
     })
+
+    test('Redis not answering: once a request has waited out the command timeout, the next ones do not wait', async () => {
+      const { token } = await service.newProvider()
+      proxy.stall()
+      const durations: number[] = []
+      try {
+        for (let i = 0; i < 10; i++) {
+          const started = performance.now()
+          const response = await promptly(() => service.list(token))
+          durations.push(performance.now() - started)
+          assert.equal(response.status, 200, response.text)
+          assertNoHeaders(response)
+        }
+      } finally {
+        proxy.forward()
+      }
+      // The command timeout is 200 ms: without the limiter's back-off, every one of these waited for it.
+      const waited = durations.filter((ms) => ms >= 200).length
+      assert.ok(waited <= 3, `${waited} of 10 requests waited for Redis: ${durations.map(Math.round).join(', ')} ms`)
+      await assertLimitedAgain()
+    })
   })
 }

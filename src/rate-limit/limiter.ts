@@ -18,12 +18,22 @@ const STORE_CONNECT_WAIT_MS = 1000
 /** A failing store is reported at most this often; the requests in between are counted in the next report. */
 const STORE_WARNING_INTERVAL_MS = 10_000
 
+/**
+ * After the store fails, requests do not ask it for this long, then one request asks it again while the others
+ * keep going without it, until one succeeds. A Redis that keeps its connection open but never answers (a network
+ * black hole, a blocked server) otherwise cost every request the 200 ms command timeout.
+ */
+const STORE_BACKOFF_MS = 1000
+
 export interface RateLimiterOptions {
   /** Requests per window per provider, at least 1 (RATE_LIMIT_PER_MINUTE; 0 means no limiter is built). */
   limit: number
   store: RateLimitStore
   clock: Clock
-  /** Called on every request the store failed to count (it is then served unlimited); must not throw. */
+  /**
+   * Called on every request the store failed to count (it is then served unlimited), with the store's error, or
+   * while the store is left alone after failing (STORE_BACKOFF_MS) with the error it failed with; must not throw.
+   */
   onStoreError?: (error: Error) => void
 }
 
@@ -48,6 +58,9 @@ export function rateLimiter(options: RateLimiterOptions): RateLimiter {
   const policy = `"${POLICY}";q=${limit};w=${WINDOW_MS / 1000}`
   let nextWarningAtMs = 0
   let unreported = 0
+  // Store health, on the monotonic clock (the injected one dates windows, and tests hold it still).
+  let lastFailure: { error: Error; retryAtMs: number } | undefined
+  let retrying = false
 
   function storeFailed(request: FastifyRequest, error: Error): void {
     options.onStoreError?.(error)
@@ -60,14 +73,25 @@ export function rateLimiter(options: RateLimiterOptions): RateLimiter {
   }
 
   async function onRequest(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    if (lastFailure && (retrying || performance.now() < lastFailure.retryAtMs)) {
+      storeFailed(request, lastFailure.error)
+      return
+    }
+    // The first request after the back-off asks the store again; until it is answered, the others go without.
+    const isRetry = lastFailure !== undefined
+    if (isRetry) retrying = true
     const key = providerOf(request).id
     const now = clock()
     let window
     try {
       window = await store.hit(key, now)
+      lastFailure = undefined
     } catch (error) {
+      lastFailure = { error: error as Error, retryAtMs: performance.now() + STORE_BACKOFF_MS }
       storeFailed(request, error as Error)
       return
+    } finally {
+      if (isRetry) retrying = false
     }
     // Whole seconds, rounded up so that a client waiting this long finds a fresh window.
     const secondsToReset = Math.max(1, Math.ceil((window.resetAtMs - now) / 1000))
