@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { closeSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -261,6 +262,100 @@ if (dialects.includes('postgres')) {
         await server.stop()
         await database.drop()
         await proxy.close()
+      }
+    })
+  })
+}
+
+if (dialects.includes('postgres')) {
+  describe('PostgreSQL refusing for real: connections terminated by an administrator, too many connections [postgres]', () => {
+    test('57P01 on pooled connections and inside a statement, then 53300 on new ones: 503 or success, never 500; then it recovers', async () => {
+      // Limits on a role bind only roles that are not superusers: the service connects as one of its own,
+      // owner of its database so that it can migrate it.
+      const role = `listing_limited_${randomBytes(4).toString('hex')}`
+      const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL })
+      await admin.connect()
+      const database = await createTestDatabase('postgres')
+      const server = await (async () => {
+        await admin.query(`create role ${role} login`)
+        await admin.query(`alter database ${new URL(database.url).pathname.slice(1)} owner to ${role}`)
+        const url = new URL(database.url)
+        url.username = role
+        const issued = await runCli(['provider', 'create', '--name', 'limited'], { DATABASE_URL: url.toString() })
+        assert.equal(issued.code, 0, issued.stderr)
+        const started = await startServer({ DATABASE_URL: url.toString() })
+        return { ...started, token: (JSON.parse(issued.stdout) as { token: string }).token }
+      })()
+      const terminateAll = () =>
+        admin.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1', [role])
+      // Distinct pages, so that no two requests share a query (identical reads in flight do).
+      const list = async (page: number) => {
+        const response = await fetch(`${server.baseUrl}/api/v1/listing?page=${page}`, { headers: { authorization: `Bearer ${server.token}` } })
+        const text = await response.text()
+        return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) } as Response
+      }
+      const parallel = () => Promise.all(Array.from({ length: 10 }, (_, i) => answeredInTime(() => list(i + 1))))
+      try {
+        assert.deepEqual((await parallel()).map((r) => r.status), Array(10).fill(200), 'the pool holds several connections')
+
+        // Every pooled connection ends with 57P01 (admin_shutdown): idle ones are dropped from the pool.
+        await terminateAll()
+        let answer: Response | undefined
+        for (let attempt = 0; attempt < 3 && answer?.status !== 200; attempt += 1) {
+          answer = await answeredInTime(() => list(1))
+          if (answer.status !== 200) assertUnavailable(answer)
+        }
+        assert.equal(answer?.status, 200, answer?.text)
+
+        // A create inside its statement, waiting on a row lock held here, when its connection is terminated.
+        const holder = new pg.Client({ connectionString: database.url })
+        await holder.connect()
+        try {
+          await holder.query('begin')
+          await holder.query('select 1 from providers for update')
+          const pending = answeredInTime(async () => {
+            const response = await fetch(`${server.baseUrl}/api/v1/listing/create`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+              body: JSON.stringify(listingBody()),
+            })
+            const text = await response.text()
+            return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) } as Response
+          })
+          let waiting: number | undefined
+          for (let tries = 0; waiting === undefined && tries < 200; tries += 1) {
+            const { rows } = await admin.query(
+              "select pid from pg_stat_activity where usename = $1 and wait_event_type = 'Lock'",
+              [role],
+            )
+            waiting = rows[0]?.pid
+            if (waiting === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
+          }
+          assert.ok(waiting !== undefined, 'the create never waited on the lock')
+          await admin.query('select pg_terminate_backend($1)', [waiting])
+          assertUnavailable(await pending)
+        } finally {
+          await holder.query('rollback')
+          await holder.end()
+        }
+        assert.equal((await storedCounts(database.url)).listings, 0, 'the terminated create stored nothing')
+
+        // One connection allowed: the pool's other connects fail with 53300 (too_many_connections).
+        await admin.query(`alter role ${role} connection limit 1`)
+        await terminateAll()
+        const limited = await parallel()
+        for (const response of limited) if (response.status !== 200) assertUnavailable(response)
+        assert.ok(limited.some((r) => r.status === 503), `no request met the limit: ${limited.map((r) => r.status).join(', ')}`)
+        assert.ok(server.logLines().some((line) => line.msg === 'database unavailable' && /too many connections/.test(JSON.stringify(line))))
+
+        await admin.query(`alter role ${role} connection limit -1`)
+        assert.deepEqual((await parallel()).map((r) => r.status), Array(10).fill(200), 'recovered without a restart')
+        assert.equal(server.child.exitCode, null, 'the same process answers')
+      } finally {
+        await server.stop()
+        await database.drop()
+        await admin.query(`drop role if exists ${role}`)
+        await admin.end()
       }
     })
   })
