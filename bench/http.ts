@@ -33,7 +33,7 @@ const { values: args } = parseArgs({
     scenarios: { type: 'string' },
   },
 })
-const ALL_SCENARIOS = ['page1', 'page1-rate', 'page1-50', 'last', 'create1', 'create100', 'create1-rate', 'create100-rate', 'mix']
+const ALL_SCENARIOS = ['page1', 'page1-rate', 'page1-tenth', 'page1-50', 'last', 'create1', 'create100', 'create1-rate', 'create100-rate', 'mix']
 const SCENARIOS = new Set(args.scenarios?.split(',') ?? ALL_SCENARIOS)
 /** A run of some scenarios only: named so in the command line it records and in its result file. */
 const SUBSET = SCENARIOS.size < ALL_SCENARIOS.length
@@ -132,6 +132,12 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
     await run('page1-rate', `page 1, limit 10, at ${TARGET_RATES.pageOne}/s`, () =>
       measure(service.baseUrl, [page1], DURATION_S, TARGET_RATES.pageOne),
     )
+    // The issue's page target is a share of the ceiling ("≥ 10% … ≈ 4k rps" on its machine): p99 at that share of
+    // this run's ceiling, for machines where the ceiling is far from 40k.
+    const tenthOfCeiling = Math.round((rows[0] as Row).result.rps / 10)
+    await run('page1-tenth', `page 1, limit 10, at 10% of the ceiling (${tenthOfCeiling}/s)`, () =>
+      measure(service.baseUrl, [page1], DURATION_S, tenthOfCeiling),
+    )
     await run('page1-50', 'page 1, limit 50', () => measure(service.baseUrl, [get('/api/v1/listing?page=1&limit=50')]))
     await run('last', `last page (${lastPage}), limit 10`, () => measure(service.baseUrl, [get(`/api/v1/listing?page=${lastPage}&limit=10`)]))
     const oneItem = createBody(images, 1)
@@ -185,7 +191,7 @@ const sections: string[] = [
   `# HTTP benchmark — ${new Date().toISOString()}`,
   '',
   `Machine: ${machine()}. Load: ${loadTool}, ${CONNECTIONS} connections, ${DURATION_S} s per scenario after a ${WARMUP_S} s warm-up.`,
-  `Service: \`node ${args.service ?? 'dist'}/cli/main.js serve\` (LOG_LEVEL=info, access log drained). Command: \`npm run bench:http -- --listings ${LISTINGS} --duration ${DURATION_S} --mix-duration ${MIX_DURATION_S} --connections ${CONNECTIONS}${args.service ? ` --service ${args.service}` : ''}${SUBSET ? ` --scenarios ${args.scenarios}` : ''}\`.`,
+  `Service: \`node ${args.service ?? 'dist'}/cli/main.js serve\` (LOG_LEVEL=info, access log written to a file). Command: \`npm run bench:http -- --listings ${LISTINGS} --duration ${DURATION_S} --mix-duration ${MIX_DURATION_S} --connections ${CONNECTIONS}${args.service ? ` --service ${args.service}` : ''}${SUBSET ? ` --scenarios ${args.scenarios}` : ''}\`.`,
   '',
 ]
 try {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, freemem, release, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -107,8 +107,10 @@ export function machine(): string {
 export function writeResult(name: string | undefined, markdown: string): string {
   const dir = join(ROOT, 'bench', 'results')
   mkdirSync(dir, { recursive: true })
-  const date = new Date().toISOString().slice(0, 10)
-  const path = join(dir, `${name ? `${date}-${name}` : date}.md`)
+  const now = new Date().toISOString()
+  const base = join(dir, `${now.slice(0, 10)}${name ? `-${name}` : ''}`)
+  // A second run on the same day gets its time in the name: earlier results are kept, never overwritten.
+  const path = existsSync(`${base}.md`) ? `${base}-${now.slice(11, 16).replace(':', '')}.md` : `${base}.md`
   writeFileSync(path, markdown)
   return path
 }

@@ -3,8 +3,8 @@ import type { CreateListingInput } from './schemas.js'
 
 /*
  * How a create request becomes rows: one source for the service's two write paths (the PostgreSQL statement in
- * repository.ts, the SQLite writer in sqlite-insert.ts) and for bench/seed.ts, so seeded rows are the rows the
- * service writes.
+ * postgres-writer.ts, the SQLite writer in sqlite-insert.ts) and for bench/seed.ts, so seeded rows are the rows
+ * the service writes.
  */
 
 /**
