@@ -17,7 +17,7 @@ import { openDatabase } from '../src/db/connection.js'
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
 import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
-import { listingBody, machine, ROOT, sampleRss, startService, writeResult, type RunningService } from './lib.js'
+import { cpuSeconds, cpuSecondsOfCommand, listingBody, machine, ROOT, sampleRss, startService, writeResult, type RunningService } from './lib.js'
 import { seed } from './seed.js'
 
 const { values: args } = parseArgs({
@@ -66,9 +66,10 @@ async function startCeiling(pageBytes: Buffer): Promise<{ baseUrl: string; stop(
   return { baseUrl: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') }
 }
 
-async function measure(baseUrl: string, kinds: RequestKind[], durationS = DURATION_S, rate?: number): Promise<LoadResult> {
-  await runLoad(baseUrl, kinds, { connections: CONNECTIONS, durationS: WARMUP_S, rate })
-  return runLoad(baseUrl, kinds, { connections: CONNECTIONS, durationS, rate })
+/** As many requests as the server answers (wrk), after a warm-up. */
+async function measure(baseUrl: string, kinds: RequestKind[], durationS = DURATION_S): Promise<LoadResult> {
+  await runLoad(baseUrl, kinds, { connections: CONNECTIONS, durationS: WARMUP_S })
+  return runLoad(baseUrl, kinds, { connections: CONNECTIONS, durationS })
 }
 
 /**
@@ -122,22 +123,40 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
   const ceiling = await startCeiling(pageBytes)
 
   const rows: Row[] = []
-  const run = async (key: string, scenario: string, load: () => Promise<LoadResult>) => {
-    if (want(key)) rows.push({ key, scenario, result: await load() })
+  const run = async (key: string, scenario: string, load: () => Promise<LoadResult | Omit<Row, 'key' | 'scenario'>>) => {
+    if (!want(key)) return
+    const loaded = await load()
+    rows.push({ key, scenario, ...('result' in loaded ? loaded : { result: loaded }) })
+  }
+  /**
+   * A fixed rate, with the CPU each request cost: the service's process (every thread), PostgreSQL's processes,
+   * and this one (the open-loop generator). All share the machine's cores: their sum times the rate is the share
+   * of the machine a rate needs.
+   */
+  const atRate = async (kinds: RequestKind[], rate: number) => {
+    await runLoad(service.baseUrl, kinds, { connections: CONNECTIONS, durationS: WARMUP_S, rate })
+    const pid = service.child.pid as number
+    const before = { service: cpuSeconds(pid), postgres: cpuSecondsOfCommand('postgres'), generator: process.cpuUsage() }
+    const result = await runLoad(service.baseUrl, kinds, { connections: CONNECTIONS, durationS: DURATION_S, rate })
+    const requests = result.rps * DURATION_S
+    const ms = (seconds: number) => `${((seconds * 1000) / requests).toFixed(2)} ms`
+    const generator = process.cpuUsage(before.generator)
+    const parts = [
+      `service ${ms(cpuSeconds(pid) - before.service)}`,
+      ...(dialect === 'postgres' ? [`PostgreSQL ${ms(cpuSecondsOfCommand('postgres') - before.postgres)}`] : []),
+      `generator ${ms((generator.user + generator.system) / 1e6)}`,
+    ]
+    return { result, note: `CPU per request: ${parts.join(', ')}` }
   }
   try {
     rows.push({ key: 'ceiling', scenario: 'ceiling: node:http, same bytes as page 1', result: await measure(ceiling.baseUrl, [get('/')]) })
     const page1 = get('/api/v1/listing?page=1&limit=10')
     await run('page1', 'page 1, limit 10', () => measure(service.baseUrl, [page1]))
-    await run('page1-rate', `page 1, limit 10, at ${TARGET_RATES.pageOne}/s`, () =>
-      measure(service.baseUrl, [page1], DURATION_S, TARGET_RATES.pageOne),
-    )
+    await run('page1-rate', `page 1, limit 10, at ${TARGET_RATES.pageOne}/s`, () => atRate([page1], TARGET_RATES.pageOne))
     // The issue's page target is a share of the ceiling ("≥ 10% … ≈ 4k rps" on its machine): p99 at that share of
     // this run's ceiling, for machines where the ceiling is far from 40k.
     const tenthOfCeiling = Math.round((rows[0] as Row).result.rps / 10)
-    await run('page1-tenth', `page 1, limit 10, at 10% of the ceiling (${tenthOfCeiling}/s)`, () =>
-      measure(service.baseUrl, [page1], DURATION_S, tenthOfCeiling),
-    )
+    await run('page1-tenth', `page 1, limit 10, at 10% of the ceiling (${tenthOfCeiling}/s)`, () => atRate([page1], tenthOfCeiling))
     await run('page1-50', 'page 1, limit 50', () => measure(service.baseUrl, [get('/api/v1/listing?page=1&limit=50')]))
     await run('last', `last page (${lastPage}), limit 10`, () => measure(service.baseUrl, [get(`/api/v1/listing?page=${lastPage}&limit=10`)]))
     const oneItem = createBody(images, 1)
@@ -146,11 +165,9 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
     await fetch(`${service.baseUrl}/api/v1/listing/create`, { method: 'POST', headers: post('').headers, body: hundredItems.replace(UNIQUE, 'warm-cache') })
     await run('create1', 'create, 1 item', () => measure(service.baseUrl, [post(oneItem)]))
     await run('create100', 'create, 100 items (images cached)', () => measure(service.baseUrl, [post(hundredItems)]))
-    await run('create1-rate', `create, 1 item, at ${TARGET_RATES.createOne}/s`, () =>
-      measure(service.baseUrl, [post(oneItem)], DURATION_S, TARGET_RATES.createOne),
-    )
+    await run('create1-rate', `create, 1 item, at ${TARGET_RATES.createOne}/s`, () => atRate([post(oneItem)], TARGET_RATES.createOne))
     await run('create100-rate', `create, 100 items, at ${TARGET_RATES.createHundred}/s`, () =>
-      measure(service.baseUrl, [post(hundredItems)], DURATION_S, TARGET_RATES.createHundred),
+      atRate([post(hundredItems)], TARGET_RATES.createHundred),
     )
     if (want('mix')) {
       const mix = [{ ...page1, weight: 9 }, post(oneItem)]

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, freemem, release, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -68,6 +68,30 @@ export async function startService(env: Record<string, string> = {}, token?: str
 export function rssBytes(pid: number): number {
   const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1])
   return pages * 4096
+}
+
+// /proc/<pid>/stat counts CPU time in clock ticks: 100 a second on Linux/x86 (CLK_TCK, not readable from Node).
+const TICKS_PER_SECOND = 100
+
+/** CPU seconds (user + system, every thread) a process has used so far (Linux). */
+export function cpuSeconds(pid: number | string): number {
+  // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are 12th and 13th.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+}
+
+/** CPU seconds used so far by every process running `command` (e.g. "postgres": the server and its backends). */
+export function cpuSecondsOfCommand(command: string): number {
+  let total = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === command) total += cpuSeconds(pid)
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total
 }
 
 /** RSS of the service every second while `work` runs; growth is judged after the first quarter (warm-up). */
