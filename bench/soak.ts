@@ -4,6 +4,7 @@
  * --window seconds, with the service's RSS sampled every second. It passes (exit 0) when:
  *   - no request failed (non-2xx, socket error or timeout);
  *   - RSS at the end is within 10% of RSS after the first window (caches and heaps still grow during it);
+ *   - the V8 heap in use, lowest reading of each window, is within 10% of the first window's at the end;
  *   - p99 is stable: no window's p99 is over twice the median window's p99 (with a 5 ms floor: sub-millisecond
  *     noise is not instability).
  * Results go to bench/results/<date>-soak.md. Run it on a quiet machine; it is a benchmark, never part of npm test.
@@ -14,6 +15,7 @@
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { openDatabase } from '../src/db/connection.js'
 import { createTestDatabase } from '../test/helper.js'
@@ -81,9 +83,12 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
 
     const windows: LoadResult[] = []
     const rssAtWindowEnd: number[] = []
+    const heapLowPerWindow: number[] = []
     const { peak } = await sampleRss(pid, (async () => {
       for (let elapsed = 0; elapsed < DURATION_S; elapsed += WINDOW_S) {
+        const heap = lowestHeapUsed(service.baseUrl)
         windows.push(await runLoad(service.baseUrl, mix, { connections: CONNECTIONS, durationS: Math.min(WINDOW_S, DURATION_S - elapsed), rate }))
+        heapLowPerWindow.push(await heap.stop())
         rssAtWindowEnd.push(rssBytes(pid))
         const last = windows.at(-1) as LoadResult
         console.error(`  window ${windows.length}: ${last.rps.toFixed(0)} req/s, p99 ${last.p99Ms.toFixed(1)} ms, failures ${last.failures}`)
@@ -95,6 +100,9 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
     const afterWarmup = rssAtWindowEnd[0] as number
     const end = rssAtWindowEnd.at(-1) as number
     const growth = (end - afterWarmup) / afterWarmup
+    const heapFirst = heapLowPerWindow[0] as number
+    const heapEnd = heapLowPerWindow.at(-1) as number
+    const heapGrowth = (heapEnd - heapFirst) / heapFirst
     const p99s = windows.map((w) => w.p99Ms)
     const medianP99 = percentile(p99s, 50)
     const worstP99 = Math.max(...p99s)
@@ -102,6 +110,7 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
     const checks = [
       { name: 'no failures', ok: failures === 0, value: `${failures} of ${requests}` },
       { name: 'RSS growth after warm-up < 10%', ok: growth < 0.1, value: `${(afterWarmup / MIB).toFixed(1)} → ${(end / MIB).toFixed(1)} MiB (${(100 * growth).toFixed(1)}%), peak ${(peak / MIB).toFixed(1)} MiB` },
+      { name: 'V8 heap in use (lowest reading of each window) < 10% above the first window\'s', ok: heapGrowth < 0.1, value: `${(heapFirst / MIB).toFixed(1)} → ${(heapEnd / MIB).toFixed(1)} MiB (${(100 * heapGrowth).toFixed(1)}%)` },
       { name: 'worst window p99 ≤ 2× median (floor 5 ms)', ok: worstP99 <= p99Bound, value: `median ${medianP99.toFixed(1)} ms, worst ${worstP99.toFixed(1)} ms` },
     ]
     const lines = [
@@ -110,9 +119,12 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
       `Maximum of the mix: ${maximum.rps.toFixed(0)} req/s (${maximum.tool}, ${CONNECTIONS} connections, 10 s). Soak at ${rate} req/s ` +
         `(${(100 * SHARE).toFixed(0)}%) for ${DURATION_S} s, open loop (bench/open-loop.ts): ${requests.toLocaleString('en-US')} requests.`,
       '',
-      '| window | req/s | p50 | p99 | failures | RSS at end |',
-      '|---:|---:|---:|---:|---:|---:|',
-      ...windows.map((w, i) => `| ${i + 1} | ${w.rps.toFixed(0)} | ${w.p50Ms.toFixed(2)} ms | ${w.p99Ms.toFixed(1)} ms | ${w.failures} | ${((rssAtWindowEnd[i] as number) / MIB).toFixed(1)} MiB |`),
+      '| window | req/s | p50 | p99 | failures | RSS at end | heap in use, lowest |',
+      '|---:|---:|---:|---:|---:|---:|---:|',
+      ...windows.map(
+        (w, i) =>
+          `| ${i + 1} | ${w.rps.toFixed(0)} | ${w.p50Ms.toFixed(2)} ms | ${w.p99Ms.toFixed(1)} ms | ${w.failures} | ${((rssAtWindowEnd[i] as number) / MIB).toFixed(1)} MiB | ${((heapLowPerWindow[i] as number) / MIB).toFixed(1)} MiB |`,
+      ),
       '',
       ...checks.map((c) => `- ${c.ok ? 'PASS' : 'FAIL'} ${c.name}: ${c.value}`),
       '',
@@ -121,6 +133,32 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
   } finally {
     await service.stop()
     await drop()
+  }
+}
+
+/**
+ * The service's V8 heap in use (nodejs_heap_size_used_bytes on its /metrics), read every second until stop():
+ * the lowest reading. RSS swings with the allocator and the heap's size policy (PostgreSQL: 114–220 MiB with no
+ * trend, read every 10 s); the heap's low point, near what survives a collection, is what grows with a leak.
+ */
+function lowestHeapUsed(baseUrl: string): { stop(): Promise<number> } {
+  let running = true
+  let lowest = Infinity
+  const sampling = (async () => {
+    while (running) {
+      // A scrape that fails (the service busy past fetch's patience) is a reading missed, not a failed soak.
+      const text = await fetch(`${baseUrl}/metrics`).then((response) => response.text()).catch(() => '')
+      const used = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1])
+      if (Number.isFinite(used)) lowest = Math.min(lowest, used)
+      await sleep(1000)
+    }
+  })()
+  return {
+    stop: async () => {
+      running = false
+      await sampling
+      return lowest
+    },
   }
 }
 
