@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { listingRecordJson } from '../src/listings/columns.js'
-import { legacyRequestHash, requestHash } from '../src/listings/request-hash.js'
+import { prepareListing } from '../src/listings/columns.js'
+import { legacyRequestHash } from '../src/listings/request-hash.js'
 import type { CreateListingInput } from '../src/listings/schemas.js'
 import { fixtureImages, item, listingBody, setAt } from './fixtures.js'
 import { describeEachDialect } from './helper.js'
@@ -242,7 +242,7 @@ test('the fingerprint of a body does not change between versions (stored fingerp
     items: [{ displayName: { ar: 'خبز', en: 'Bread' }, urlSafeName: 'bread', category: 'product', subCategory: 'main_dish', price: 19.99, quantity: 2 }],
   } as CreateListingInput
   assert.equal(
-    requestHash(listingRecordJson('prv_1', body)),
+    prepareListing('prv_1', body).requestHash,
     'v2:2eb712fd95eedbfea523d6e9780a815e8824ed3951a01a062acc588edc37876b',
   )
 })

@@ -4,7 +4,7 @@ import SQLite from 'better-sqlite3'
 import { openDatabase, type Database } from '../src/db/connection.js'
 import { isDatabaseUnavailable } from '../src/db/dialect.js'
 import { migrate } from '../src/db/migrate.js'
-import { listingRecordJson } from '../src/listings/columns.js'
+import { prepareListing } from '../src/listings/columns.js'
 import { ListingRepository } from '../src/listings/repository.js'
 import { sqliteListingWriter, type WriteOutcome } from '../src/listings/sqlite-insert.js'
 import type { ListingWrite } from '../src/listings/writer.js'
@@ -36,9 +36,7 @@ describe('SQLite listing writer', () => {
   })
 
   const writeOf = (body: Record<string, unknown>, provider = providerId): ListingWrite => ({
-    providerId: provider,
-    record: listingRecordJson(provider, body as CreateListingInput),
-    requestHash: 'h',
+    ...prepareListing(provider, body as CreateListingInput),
     nowMs: Date.now(),
     ttlSeconds: 3600,
   })

@@ -1,5 +1,7 @@
 import { itemsJson } from './page-json.js'
+import { requestHash } from './request-hash.js'
 import type { CreateListingInput } from './schemas.js'
+import type { PreparedListing } from './writer.js'
 
 /*
  * How a create request becomes rows: one source for the service's two write paths (the PostgreSQL statement in
@@ -62,6 +64,15 @@ export type ListingRecord = ListingColumns & { items: ItemColumns[] }
 export function listingRecordJson(providerId: string, input: CreateListingInput): string {
   const record: ListingRecord = { ...listingColumns(providerId, input), items: itemColumns(input) }
   return JSON.stringify(record)
+}
+
+/**
+ * A create's record and fingerprint, made together from one provider and body: the provider whose counter a
+ * writer bumps is always the one the record's rows belong to.
+ */
+export function prepareListing(providerId: string, input: CreateListingInput): PreparedListing {
+  const record = listingRecordJson(providerId, input)
+  return { providerId, record, requestHash: requestHash(record) }
 }
 
 // The create statements are prepared once, so they name their columns up front. `satisfies` makes the

@@ -4,8 +4,8 @@ import { Problem } from '../errors.js'
 import { listingImages, type ImageCheck } from '../images/check.js'
 import type { Provider } from '../providers/repository.js'
 import type { ListingRepository, StoredListingRef } from './repository.js'
-import { listingRecordJson } from './columns.js'
-import { requestHash, sameRequest } from './request-hash.js'
+import { prepareListing } from './columns.js'
+import { sameRequest } from './request-hash.js'
 import type { CreateListingInput, CreateListingResult, ListingTypes } from './schemas.js'
 
 export interface CreateListingDeps {
@@ -39,8 +39,8 @@ export async function createListing(
   provider: Provider,
   input: CreateListingInput,
 ): Promise<CreateListingOutcome> {
-  const record = listingRecordJson(provider.id, input)
-  const hash = requestHash(record)
+  const prepared = prepareListing(provider.id, input)
+  const hash = prepared.requestHash
   const existing = await deps.listings.findByReference(provider.id, input.referenceId)
   if (existing) return replay(existing, hash, input)
 
@@ -48,9 +48,7 @@ export async function createListing(
 
   try {
     const stored = await deps.listings.insert({
-      providerId: provider.id,
-      record,
-      requestHash: hash,
+      ...prepared,
       nowMs: deps.clock(),
       ttlSeconds: deps.ttlSeconds[input.listingDetails.type],
     })

@@ -1,9 +1,13 @@
-/** One create as a writer receives it: the rows' request-side columns, already written as text (columns.ts). */
-export interface ListingWrite {
+/** A create's rows, as far as the request decides them (prepareListing in columns.ts). */
+export interface PreparedListing {
   providerId: string
-  /** listingRecordJson: a ListingRecord. */
+  /** listingRecordJson: a ListingRecord, whose provider_id is providerId. */
   record: string
   requestHash: string
+}
+
+/** One create as a writer receives it: its prepared rows, and the clock reading and lifetime to date them by. */
+export interface ListingWrite extends PreparedListing {
   nowMs: number
   ttlSeconds: number
 }
