@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util'
 import { openDatabase } from '../src/db/connection.js'
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer } from '../test/image-server.js'
+import { parseExposition, valueOf } from '../test/prometheus-text.js'
 import { listingBody, machine, percentile, rssBytes, sampleRss, startService, writeResult } from './lib.js'
 import { runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
 import { seed } from './seed.js'
@@ -148,8 +149,8 @@ function lowestHeapUsed(baseUrl: string): { stop(): Promise<number> } {
     while (running) {
       // A scrape that fails (the service busy past fetch's patience) is a reading missed, not a failed soak.
       const text = await fetch(`${baseUrl}/metrics`).then((response) => response.text()).catch(() => '')
-      const used = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1])
-      if (Number.isFinite(used)) lowest = Math.min(lowest, used)
+      const used = valueOf(parseExposition(text), 'nodejs_heap_size_used_bytes')
+      if (used !== undefined) lowest = Math.min(lowest, used)
       await sleep(1000)
     }
   })()

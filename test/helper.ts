@@ -134,6 +134,12 @@ export interface Response {
   body: any
 }
 
+/** A fetch response read to its end, as the tests' Response. */
+export async function readResponse(response: globalThis.Response): Promise<Response> {
+  const text = await response.text()
+  return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
+}
+
 /** A response body as JSON, or undefined when it is not JSON. */
 export function parseJsonOrUndefined(text: string): unknown {
   try {
@@ -214,9 +220,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
       body = JSON.stringify(opts.json)
       headers['content-type'] ??= 'application/json'
     }
-    const response = await fetch(`${address}${path}`, { method, headers, body: body as BodyInit | undefined })
-    const text = await response.text()
-    const answer = { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
+    const answer = await readResponse(await fetch(`${address}${path}`, { method, headers, body: body as BodyInit | undefined }))
     conformance ??= ResponseConformance.load(app)
     ;(await conformance).check(method, path, answer)
     return answer

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import net from 'node:net'
 import { sql } from 'kysely'
-import { parseJsonOrUndefined, type Response, type TestService } from './helper.js'
+import { parseJsonOrUndefined, readResponse, type Response, type TestService } from './helper.js'
 
 /**
  * Shared by the HTTP tests: the RFC 9457 problem check of contract §4, requests the helper's fetch cannot make (a
@@ -178,9 +178,7 @@ export async function postStream(
     },
   })
   const init = { method: 'POST', headers: options.headers, body: stream, duplex: 'half' } as RequestInit
-  const response = await fetch(new URL(path, baseUrl), init)
-  const text = await response.text()
-  return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
+  return readResponse(await fetch(new URL(path, baseUrl), init))
 }
 
 /** Rows in the listings table (every provider's), counted by the database itself. */

@@ -13,7 +13,7 @@ import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../src/errors.js'
 import { item, listingBody } from './fixtures.js'
 import {
   createTestDatabase,
-  parseJsonOrUndefined,
+  readResponse,
   startService,
   testDialects,
   TEST_POSTGRES_URL,
@@ -63,6 +63,17 @@ async function answeredInTime(send: () => Promise<Response>): Promise<Response> 
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** POST /api/v1/listing/create to a service running as a process. */
+async function postListing(baseUrl: string, token: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return readResponse(
+    await fetch(`${baseUrl}/api/v1/listing/create`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    }),
+  )
 }
 
 // ---- PostgreSQL: through a proxy we can cut (test/tcp-proxy.ts) ----------------------------------------------
@@ -230,20 +241,8 @@ if (dialects.includes('postgres')) {
         const issued = await runCli(['provider', 'create', '--name', 'outage'], { DATABASE_URL: database.url })
         assert.equal(issued.code, 0, issued.stderr)
         const { token } = JSON.parse(issued.stdout) as { token: string }
-        const create = async (requestId: string) => {
-          const response = await fetch(`${server.baseUrl}/api/v1/listing/create`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-request-id': requestId },
-            body: JSON.stringify(listingBody()),
-          })
-          const text = await response.text()
-          return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
-        }
-        const ready = async () => {
-          const response = await fetch(`${server.baseUrl}/readyz`)
-          const text = await response.text()
-          return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
-        }
+        const create = (requestId: string) => postListing(server.baseUrl, token, listingBody(), { 'x-request-id': requestId })
+        const ready = async () => readResponse(await fetch(`${server.baseUrl}/readyz`))
 
         assert.equal((await create('before-outage')).status, 201)
         proxy.refuse()
@@ -289,11 +288,8 @@ if (dialects.includes('postgres')) {
       const terminateAll = () =>
         admin.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1', [role])
       // Distinct pages, so that no two requests share a query (identical reads in flight do).
-      const list = async (page: number) => {
-        const response = await fetch(`${server.baseUrl}/api/v1/listing?page=${page}`, { headers: { authorization: `Bearer ${server.token}` } })
-        const text = await response.text()
-        return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) } as Response
-      }
+      const list = async (page: number) =>
+        readResponse(await fetch(`${server.baseUrl}/api/v1/listing?page=${page}`, { headers: { authorization: `Bearer ${server.token}` } }))
       const parallel = () => Promise.all(Array.from({ length: 10 }, (_, i) => answeredInTime(() => list(i + 1))))
       try {
         assert.deepEqual((await parallel()).map((r) => r.status), Array(10).fill(200), 'the pool holds several connections')
@@ -313,15 +309,7 @@ if (dialects.includes('postgres')) {
         try {
           await holder.query('begin')
           await holder.query('select 1 from providers for update')
-          const pending = answeredInTime(async () => {
-            const response = await fetch(`${server.baseUrl}/api/v1/listing/create`, {
-              method: 'POST',
-              headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
-              body: JSON.stringify(listingBody()),
-            })
-            const text = await response.text()
-            return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) } as Response
-          })
+          const pending = answeredInTime(() => postListing(server.baseUrl, server.token, listingBody()))
           let waiting: number | undefined
           for (let tries = 0; waiting === undefined && tries < 200; tries += 1) {
             const { rows } = await admin.query(
@@ -424,13 +412,13 @@ if (dialects.includes('sqlite')) {
         const [token] = server.printedTokens()
         assert.ok(token, server.stdout())
         const send = async (path: string, body?: unknown) => {
-          const response = await fetch(`${server.baseUrl}${path}`, {
-            method: body === undefined ? 'GET' : 'POST',
-            headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-            body: body === undefined ? undefined : JSON.stringify(body),
-          })
-          const text = await response.text()
-          return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) as any }
+          return readResponse(
+            await fetch(`${server.baseUrl}${path}`, {
+              method: body === undefined ? 'GET' : 'POST',
+              headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+              body: body === undefined ? undefined : JSON.stringify(body),
+            }),
+          )
         }
         const long = 'x'.repeat(200)
         const big = () => {
@@ -505,9 +493,8 @@ if (dialects.includes('sqlite')) {
         closeSync(fd)
 
         server = await startServer({ DATABASE_URL: `sqlite:${file}` })
-        const listed = await fetch(`${server.baseUrl}/api/v1/listing`, { headers: { ...headers, 'x-request-id': 'corrupt-page' } })
-        const text = await listed.text()
-        assertProblem({ status: listed.status, headers: listed.headers, text, body: parseJsonOrUndefined(text) }, 500, 'internal')
+        const listed = await readResponse(await fetch(`${server.baseUrl}/api/v1/listing`, { headers: { ...headers, 'x-request-id': 'corrupt-page' } }))
+        assertProblem(listed, 500, 'internal')
         const logged = await server.waitForLog((line) => line.requestId === 'corrupt-page' && line.msg === 'database corruption detected')
         assert.equal(logged.level, 60, 'logged as fatal')
       } finally {

@@ -13,7 +13,7 @@ import { listingBody } from './fixtures.js'
 import {
   createTestDatabase,
   describeEachDialect,
-  parseJsonOrUndefined,
+  readResponse,
   startService,
   TEST_REDIS_URL,
   testRedis,
@@ -312,9 +312,7 @@ async function secondInstance(service: TestService, keyPrefix: string) {
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   return {
     async list(token: string): Promise<Response> {
-      const response = await fetch(`${address}/api/v1/listing`, { headers: { authorization: `Bearer ${token}` } })
-      const text = await response.text()
-      return { status: response.status, headers: response.headers, text, body: parseJsonOrUndefined(text) }
+      return readResponse(await fetch(`${address}/api/v1/listing`, { headers: { authorization: `Bearer ${token}` } }))
     },
     async close() {
       await app.close()

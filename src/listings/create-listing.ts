@@ -40,9 +40,8 @@ export async function createListing(
   input: CreateListingInput,
 ): Promise<CreateListingOutcome> {
   const prepared = prepareListing(provider.id, input)
-  const hash = prepared.requestHash
   const existing = await deps.listings.findByReference(provider.id, input.referenceId)
-  if (existing) return replay(existing, hash, input)
+  if (existing) return replay(existing, prepared.requestHash, input)
 
   await deps.checkImages(listingImages(input))
 
@@ -58,6 +57,6 @@ export async function createListing(
     if (!isUniqueViolation(error)) throw error
     const winner = await deps.listings.findByReference(provider.id, input.referenceId)
     if (!winner) throw error
-    return replay(winner, hash, input)
+    return replay(winner, prepared.requestHash, input)
   }
 }
