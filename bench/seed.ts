@@ -2,7 +2,7 @@
  * Fills a database with one provider's listings, fast, straight through the tables (the HTTP path would take
  * minutes per 100k). The columns come from the repository's own listingColumns and itemColumns, so the rows
  * are what the service writes; seq is dense 1..N, one listing per millisecond, and the provider's counters
- * match. The service then starts on this database as it would on a real one.
+ * match. No events are written: the seeded listings are as if created before the event feed existed. The service then starts on this database as it would on a real one.
  */
 import type { Database } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
@@ -49,6 +49,7 @@ export async function seed(database: Database, count: number, onProgress?: (done
   const startMs = Date.now() - count // one listing per millisecond, the newest now
   const provider = await new ProviderRepository(database).create({ name: 'Bench Bakery', industry: 'bakery' }, startMs)
   const items = itemColumns(LISTING)
+  const itemsRecord = JSON.stringify(items)
 
   await database.kysely.transaction().execute(async (trx) => {
     for (let first = 1; first <= count; first += BATCH) {
@@ -62,6 +63,8 @@ export async function seed(database: Database, count: number, onProgress?: (done
           id,
           seq,
           created_at_ms: createdAtMs,
+          updated_at_ms: createdAtMs,
+          items_record: itemsRecord,
           expires_at_unix: Math.floor(createdAtMs / 1000) + TTL_SECONDS,
           ...listingColumns(provider.id, input),
           request_hash: 'seeded',

@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import type { Database } from './db/connection.js'
-import { errorHandler, notFoundHandler } from './errors.js'
+import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js'
 import { AccessLog } from './http/access-log.js'
 import { answerClientError } from './http/client-errors.js'
 import { addDrainHooks, Drain } from './http/drain.js'
@@ -16,11 +16,15 @@ import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import type { ImageCheck } from './images/check.js'
 import { ImageProber } from './images/prober.js'
 import { ListingRepository } from './listings/repository.js'
+import { EventFeed } from './events/feed.js'
+import { eventRoutes } from './events/routes.js'
+import { oneListingRoutes } from './listings/one-listing-routes.js'
 import { listingRoutes } from './listings/routes.js'
 import { Metrics } from './metrics.js'
 import { authenticate } from './providers/authenticate.js'
 import { ProviderRepository } from './providers/repository.js'
 import { limiterFromSettings } from './rate-limit/limiter.js'
+import { openWrites, type Writes } from './writes/writes.js'
 
 export interface AppDependencies {
   config: Config
@@ -34,6 +38,11 @@ export interface AppDependencies {
   metrics?: Metrics
   /** Shutdown state that server.ts drives on SIGTERM/SIGINT; none means a fresh one nobody drains. */
   drain?: Drain
+  /**
+   * Where write scripts run (one per process: on SQLite, the writer thread), shared with the background jobs;
+   * none means the app opens its own and closes it with itself.
+   */
+  writes?: Writes
   rateLimit?: {
     /** Redis key prefix for the counters (tests isolate themselves on a shared Redis). */
     keyPrefix?: string
@@ -74,6 +83,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     clientErrorHandler: answerClientError,
+    frameworkErrors: frameworkErrorHandler,
+    // A referenceId (at most 255 characters) percent-encoded as UTF-8 takes at most 3,060 characters.
+    maxParamLength: 4096,
     logController: new AccessLog(),
     // Its 503 for requests reaching a closing server is not problem+json: addDrainHooks answers them instead.
     return503OnClosing: false,
@@ -116,7 +128,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   checkImages = drain.bound(checkImages)
 
   const providers = new ProviderRepository(database)
-  const listings = new ListingRepository(database)
+  let writes = deps.writes
+  if (!writes) {
+    const own = (writes = openWrites(database))
+    app.addHook('onClose', () => own.close())
+  }
+  const listings = new ListingRepository(database, writes)
   app.addHook('onClose', () => listings.close())
   const limiter = limiterFromSettings({
     limit: config.RATE_LIMIT_PER_MINUTE,
@@ -153,6 +170,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
           },
         },
       })
+      await api.register(oneListingRoutes, { listings, clock })
+      await api.register(eventRoutes, { feed: new EventFeed(database) })
     },
     { prefix: '/api/v1' },
   )

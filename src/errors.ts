@@ -25,7 +25,20 @@ export const problemTypes = {
     title: 'Unauthorized',
     description: 'The Authorization header is missing or malformed, or names an unknown or revoked token.',
   },
-  'not-found': { status: 404, title: 'Not found', description: 'No route has this method and path.' },
+  forbidden: {
+    status: 403,
+    title: 'Forbidden',
+    description:
+      'The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on ' +
+      'a marketplace route.',
+  },
+  'not-found': {
+    status: 404,
+    title: 'Not found',
+    description:
+      'No route has this method and path, or none of your listings, events or webhook endpoints has this id ' +
+      '(another provider’s are as unknown as ids that do not exist).',
+  },
   // The next two are answered by the connection before any route sees the request (http/client-errors.ts).
   'request-timeout': {
     status: 408,
@@ -43,6 +56,18 @@ export const problemTypes = {
     status: 409,
     title: 'Conflict',
     description: 'The referenceId is already used by one of your listings with a different body.',
+  },
+  'listing-closed': {
+    status: 409,
+    title: 'Listing closed',
+    description: 'The listing is expired or withdrawn: it can no longer change (an expired one cannot be withdrawn either).',
+  },
+  'precondition-failed': {
+    status: 412,
+    title: 'Precondition failed',
+    description:
+      'If-Match names a version that is not the listing’s current one: nothing changed. Read the listing again ' +
+      '(its ETag is the current version) and decide anew.',
   },
   'payload-too-large': { status: 413, title: 'Payload too large', description: 'The request body is over 1 MiB.' },
   'image-too-large': {
@@ -93,11 +118,17 @@ export const ProblemDetailSchema = Type.Object(
       }),
     ),
     parameter: Type.Optional(
-      Type.String({ description: 'Name of the offending query parameter; set for query problems.', examples: ['limit'] }),
+      Type.String({
+        description: 'Name of the offending query or path parameter; set for problems with the URL.',
+        examples: ['limit'],
+      }),
+    ),
+    header: Type.Optional(
+      Type.String({ description: 'Name of the offending request header; set for header problems.', examples: ['If-Match'] }),
     ),
     detail: Type.String({ description: 'What is wrong with it, in English.', examples: ['must be >= 1'] }),
   },
-  { description: 'One problem found: `pointer` or `parameter` says where, `detail` says what.' },
+  { description: 'One problem found: `pointer`, `parameter` or `header` says where, `detail` says what.' },
 )
 export type ProblemDetail = Static<typeof ProblemDetailSchema>
 
@@ -235,4 +266,16 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
   return sendProblem(request, reply, new Problem('not-found', `no route for ${request.method} ${request.url.split('?')[0]}`))
+}
+
+/**
+ * Errors of the URL itself, found by the router before any route or hook runs (Fastify's frameworkErrors): a
+ * path parameter that is not valid percent-encoding, or longer than the router accepts. Such a path can name
+ * no listing, event or endpoint, so the answer is the 404 an unknown id gets; it comes before authentication,
+ * as the connection-level 408 and 431 do, and carries the X-Request-Id every response carries.
+ */
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('x-request-id', request.id)
+  const why = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is too long' : 'a path segment is not valid percent-encoding'
+  return sendProblem(request, reply, new Problem('not-found', `the path names nothing: ${why}`))
 }

@@ -1,12 +1,15 @@
 import type { FastifyInstance } from 'fastify'
 import { pino, type Logger } from 'pino'
 import { buildApp } from './app.js'
+import { startBackgroundJobs, type BackgroundJobs } from './background.js'
+import { systemClock } from './clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { openDatabase } from './db/connection.js'
 import { migrate } from './db/migrate.js'
 import { Drain } from './http/drain.js'
 import { Metrics } from './metrics.js'
 import { ProviderRepository, type IssuedToken } from './providers/repository.js'
+import { openWrites } from './writes/writes.js'
 
 /**
  * Contract §8: after SIGTERM/SIGINT the process exits 0 within 10 s. Milliseconds from the signal:
@@ -66,7 +69,9 @@ export async function serve(): Promise<void> {
     onPoolError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
     observeQuery: metrics.observeQuery,
   })
+  const writes = openWrites(database)
   let app: FastifyInstance | undefined
+  let jobs: BackgroundJobs | undefined
 
   // Installed before any slow start-up work, so a signal during migration also ends in an orderly exit 0.
   const drain = new Drain()
@@ -90,8 +95,10 @@ export async function serve(): Promise<void> {
       process.exit(1)
     })
     try {
-      // Stops listening, waits for every connection to end, then runs the app's onClose hooks.
-      await app?.close()
+      // Stops listening, waits for every connection to end, then runs the app's onClose hooks; meanwhile the
+      // background jobs finish the turn they are in. Their writes are done before the writer closes.
+      await Promise.all([app?.close(), jobs?.stop()])
+      await writes.close()
       await database.close()
     } catch (error) {
       logger.error({ err: error }, 'shutdown failed')
@@ -110,9 +117,10 @@ export async function serve(): Promise<void> {
   const demo =
     database.dialect === 'sqlite' ? await new ProviderRepository(database).createDemoIfNone(Date.now()) : undefined
 
-  app = await buildApp({ config, database, logger, metrics, drain })
+  app = await buildApp({ config, database, logger, metrics, drain, writes })
   if (stopping) return
   const address = await app.listen({ port: config.PORT, host: config.HOST })
+  jobs = startBackgroundJobs({ writes, clock: systemClock, logger })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it (migrations, the demo banner) is done.

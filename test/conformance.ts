@@ -25,14 +25,32 @@ function undocumentedStatuses(path: string): number[] {
   return path === '/api/v1' || path.startsWith('/api/v1/') ? [401, 404, 429, 503] : [404]
 }
 
+/** A documented path as a pattern: `/api/v1/listing/{listingId}` matches any one segment where the parameter is. */
+function pathPattern(template: string): RegExp {
+  const escaped = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')
+  return new RegExp(`^${escaped}$`)
+}
+
 export class ResponseConformance {
   readonly #document: Document
+  readonly #templates: Array<[template: string, pattern: RegExp]>
   // The service's own Ajv: the same custom formats and the exact multipleOf its validator uses.
   readonly #ajv = createAjv()
   readonly #validators = new Map<string, ValidateFunction>()
 
   private constructor(document: Document) {
     this.#document = document
+    this.#templates = Object.keys(document.paths ?? {})
+      .filter((template) => template.includes('{'))
+      .map((template) => [template, pathPattern(template)])
+  }
+
+  /** The document's path item for a request path: its own, or the template it fills (static paths win, as in routing). */
+  #pathItem(path: string): any {
+    const exact = this.#document.paths?.[path]
+    if (exact) return exact
+    const template = this.#templates.find(([, pattern]) => pattern.test(path))?.[0]
+    return template === undefined ? undefined : this.#document.paths[template]
   }
 
   /**
@@ -48,7 +66,7 @@ export class ResponseConformance {
     const path = url.split('?')[0] as string
     if (method === 'HEAD' || NOT_DOCUMENTED.test(path)) return
     const context = `${method} ${url} → ${response.status} ${response.text.slice(0, 300)}`
-    const operation = this.#document.paths?.[path]?.[method.toLowerCase()]
+    const operation = this.#pathItem(path)?.[method.toLowerCase()]
     if (!operation) {
       // No route serves it: a generic answer with a Problem body.
       const allowed = undocumentedStatuses(path)

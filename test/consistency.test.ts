@@ -108,3 +108,52 @@ await describeEachDialect(
   },
   { env: { RATE_LIMIT_PER_MINUTE: '0' } },
 )
+
+await describeEachDialect('the copies of a listing agree after concurrent changes', (service) => {
+  // A listing is kept in four places that must agree: its row (version, sold_out), items_record (what reads and
+  // events use), items_json (what pages splice in) and listing_items (the complete record); every change is also
+  // an event. This pins them against each other after creates and changes made at once.
+  test('items_record, items_json, listing_items, sold_out, versions and events', async () => {
+    const provider = await service.newProvider()
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) ids.push((await service.create(provider.token, listingBody({}, 3))).body.listingId)
+    const changes = ids.flatMap((id, k) =>
+      Array.from({ length: 6 }, (_, round) =>
+        service.request('PATCH', `/api/v1/listing/${id}`, {
+          token: provider.token,
+          json: { items: [{ position: round % 3, quantity: (round + k) % 3, price: 5 + round / 4 }] },
+        }),
+      ),
+    )
+    changes.push(service.request('POST', `/api/v1/listing/${ids[4]}/withdraw`, { token: provider.token }))
+    changes.push(...Array.from({ length: 5 }, () => service.create(provider.token, listingBody({}, 2))))
+    for (const answer of await Promise.all(changes)) assert.ok([200, 201, 409].includes(answer.status), answer.text)
+
+    const db = service.database.kysely
+    const listings = await db.selectFrom('listings').selectAll().where('provider_id', '=', provider.id).execute()
+    const items = await db.selectFrom('listing_items').selectAll().where('listing_id', 'in', listings.map((l) => l.id)).orderBy('position').execute()
+    const events = await db.selectFrom('events').selectAll().where('provider_id', '=', provider.id).orderBy('seq').execute()
+    const counters = await db.selectFrom('providers').select(['event_count', 'listing_count']).where('id', '=', provider.id).executeTakeFirstOrThrow()
+    assert.equal(Number(counters.event_count), events.length)
+    assert.deepEqual(events.map((event) => Number(event.seq)), events.map((_, i) => i + 1), 'event seqs are dense')
+    for (const listing of listings) {
+      const record = JSON.parse(listing.items_record) as Array<Record<string, unknown>>
+      const rows = items.filter((row) => row.listing_id === listing.id).map(({ listing_id: _, ...row }) => row)
+      assert.deepEqual(
+        record.map((row) => ({ ...row, price_thousandths: Number(row.price_thousandths) })),
+        rows.map((row) => ({ ...row, price_thousandths: Number(row.price_thousandths) })),
+        `${listing.id}: items_record and listing_items differ`,
+      )
+      assert.deepEqual(
+        JSON.parse(listing.items_json as string),
+        record.map((row) => ({ nameAr: row.name_ar, nameEn: row.name_en, price: Number(row.price_thousandths) / 1000, quantity: row.quantity, category: row.category })),
+        `${listing.id}: items_json is not items_record's list view`,
+      )
+      assert.equal(listing.sold_out, record.every((row) => row.quantity === 0) ? 1 : 0, `${listing.id}: sold_out`)
+      const own = events.filter((event) => event.listing_id === listing.id)
+      assert.deepEqual(own.map((event) => JSON.parse(event.snapshot).version), own.map((_, i) => i + 1), `${listing.id}: event versions`)
+      assert.equal(Number(listing.version), own.length, `${listing.id}: one event per version`)
+      assert.deepEqual(JSON.parse(own.at(-1)?.snapshot as string).items, record, `${listing.id}: the last event holds the listing as it is`)
+    }
+  })
+})

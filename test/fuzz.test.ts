@@ -8,7 +8,7 @@ import { parseJsonOrUndefined, startService, testDialects, type Response, type T
 import { assertProblem, countItems, countListings } from './http-support.js'
 
 /**
- * Property-based fuzzing of the two API routes over real HTTP (one keep-alive connection) against a listening
+ * Property-based fuzzing of the API routes over real HTTP (one keep-alive connection) against a listening
  * service on a real database. Whatever is sent: never a 5xx; every non-2xx is a problem+json; a 400's pointers
  * point into the body that was sent (or at a missing member of it); nothing is stored unless the answer is 201,
  * and what a 201 stored reads back exactly; nothing reaches Object.prototype.
@@ -153,6 +153,9 @@ function plausibleValue(key: string | undefined): fc.Arbitrary<Node> {
       return fc.constantFrom('delivery', 'main_dish', 'side_dish', 'drink', 'vat')
     case 'isAssignedToDriver':
       return fc.boolean()
+    case 'position':
+      // A PATCH names items by position: the fuzzed listing has 3 (0–2); 3 and 4 name none.
+      return fc.integer({ min: 0, max: 4 })
     case 'imageUrl':
       return imageUrl
     default:
@@ -320,6 +323,88 @@ function parsed(bytes: Buffer): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
+// ---- PATCH bodies, If-Match and ids (contract §10) --------------------------------------------------------------
+
+/** A valid PATCH of the fuzzed listing (3 items), mutated by the same mutations as create bodies. */
+const validPatch: fc.Arbitrary<Node> = fc
+  .record({
+    discountRate: fc.option(fc.constantFrom(0.1, 0.35, 0.5, 1), { nil: undefined }),
+    items: fc.uniqueArray(
+      fc.record({
+        position: fc.integer({ min: 0, max: 2 }),
+        quantity: fc.option(fc.integer({ min: 0, max: 20 }), { nil: undefined }),
+        price: fc.option(fc.constantFrom(1, 7.5, 19.99, 1_000_000_000), { nil: undefined }),
+      }),
+      { selector: (entry) => entry.position, maxLength: 3 },
+    ),
+  })
+  .map(({ discountRate, items }) => {
+    const body: Record<string, unknown> = {}
+    const changes = items
+      .map(({ position, quantity, price }) => ({ position, ...(quantity === undefined ? {} : { quantity }), ...(price === undefined ? {} : { price }) }))
+      .filter((entry) => Object.keys(entry).length > 1)
+    // At least one change: the discount when no item entry changes anything.
+    if (discountRate !== undefined || changes.length === 0) body.listingDetails = { discountRate: discountRate ?? 0.5 }
+    if (changes.length > 0) body.items = changes
+    return toNode(body)
+  })
+
+const patchBody: fc.Arbitrary<Body> = fc.oneof(
+  { weight: 3, arbitrary: validPatch.map((tree) => ({ kind: 'tree' as const, tree, mutations: 0 })) },
+  {
+    weight: 8,
+    arbitrary: fc.tuple(validPatch, fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([tree, changes]) => ({
+      kind: 'tree' as const,
+      tree: changes.reduce(apply, tree),
+      mutations: changes.length,
+    })),
+  },
+  { weight: 1, arbitrary: anyJson.map((tree) => ({ kind: 'tree' as const, tree, mutations: 1 })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('', 'null', '{}', '[]', '{"items":[]}', '{"items":[{"position":0}]}', '{"listingDetails":{}}', '{"__proto__":{"polluted":1}}')
+      .map((text) => ({ kind: 'bytes' as const, bytes: Buffer.from(text) })),
+  },
+)
+
+type IfMatchCase = { kind: 'none' } | { kind: 'current' } | { kind: 'stale' } | { kind: 'any' } | { kind: 'raw'; value: string }
+const ifMatch: fc.Arbitrary<IfMatchCase> = fc.oneof(
+  { weight: 6, arbitrary: fc.constant({ kind: 'none' as const }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'current' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'stale' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'any' as const }) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .oneof(fc.stringMatching(/^[\x20-\x7E]{0,30}$/), fc.constantFrom('W/"1"', '"1', '1', '"1" "2"', ',', '*, "1"', 'W/', '""'))
+      .map((value) => ({ kind: 'raw' as const, value })),
+  },
+)
+
+/** The listing the fuzzed PATCH should leave, from the one before and the body a 200 accepted. */
+function patched(before: any, body: any): any {
+  const expected = structuredClone(before)
+  if (body.listingDetails?.discountRate !== undefined) expected.listingDetails.discountRate = body.listingDetails.discountRate
+  for (const change of body.items ?? []) {
+    // + 0: JSON's -0 is the quantity 0.
+    if (change.quantity !== undefined) expected.items[change.position].quantity = change.quantity + 0
+    if (change.price !== undefined) expected.items[change.position].price = change.price
+  }
+  const changed = JSON.stringify(expected) !== JSON.stringify(before)
+  if (changed) expected.version = before.version + 1
+  expected.status = expected.items.every((one: any) => one.quantity === 0) ? 'sold_out' : 'active'
+  return { expected, changed }
+}
+
+/** Path segments of every shape, where a listing id goes. */
+const idSegment = fc.oneof(
+  fc.stringMatching(/^[0-9A-Z]{26}$/),
+  fc.stringMatching(/^[0-9A-Za-z]{0,40}$/),
+  fc.string({ unit: 'grapheme', maxLength: 30 }).map(encodeURIComponent),
+  fc.constantFrom('%00', '%E0%A4%A', '%', '..', '%2F', 'create', 'by-reference', 'x'.repeat(5000), '9'.repeat(5000), '-1', '1e999'),
+)
+
 // ---- what every answer must be ---------------------------------------------------------------------------------
 
 /** Any non-2xx: a problem of a type that belongs to its status (assertProblem checks the rest of contract §4). */
@@ -456,6 +541,91 @@ for (const dialect of await testDialects()) {
         }),
         settings,
       )
+    })
+
+    test(`patch: ${runs} random and mutated bodies with If-Match; never a 5xx, nothing changes but on a 200, exactly`, async () => {
+      const target = await service.create(provider.token, listingBody({}, 3))
+      assert.equal(target.status, 201, target.text)
+      const path = `/api/v1/listing/${target.body.listingId}`
+      const read = async () => {
+        const response = await get(path)
+        assert.equal(response.status, 200, response.text)
+        return response.body
+      }
+      let current = await read()
+      let applied = 0
+      await fc.assert(
+        fc.asyncProperty(patchBody, contentType, ifMatch, async (sent, type, condition) => {
+          const bytes = sent.kind === 'tree' ? Buffer.from(serialize(sent.tree)) : sent.bytes
+          const view = bytes.length > BODY_LIMIT ? { ok: false as const } : parsed(bytes)
+          service.clock.now += 1
+          const headers: Record<string, string> = {
+            authorization: `Bearer ${provider.token}`,
+            ...(type === '' ? {} : { 'content-type': type }),
+            'content-length': String(bytes.length),
+          }
+          const tag = { none: undefined, current: `"${current.version}"`, stale: `"${current.version - 1}"`, any: '*', raw: undefined }[condition.kind]
+          if (tag !== undefined) headers['if-match'] = tag
+          if (condition.kind === 'raw') headers['if-match'] = condition.value
+          const before = current
+          const response = await send(service.baseUrl, 'PATCH', path, headers, bytes)
+          const context = `${condition.kind} ${headers['if-match'] ?? ''} → ${response.status} ${response.text.slice(0, 300)}`
+          assertNoPollution()
+          current = await read()
+          if (response.status === 200) {
+            applied += 1
+            assert.ok(view.ok, context)
+            assert.notEqual(condition.kind, 'stale', context)
+            const { expected, changed } = patched(before, view.ok ? view.value : undefined)
+            assert.equal(response.headers.get('etag'), `"${expected.version}"`, context)
+            assert.deepEqual({ ...response.body, updatedAt: undefined }, { ...expected, updatedAt: undefined }, context)
+            assert.equal(response.body.updatedAt, changed ? new Date(service.clock.now).toISOString() : before.updatedAt, context)
+            assert.deepEqual(current, response.body, context)
+            return
+          }
+          assert.deepEqual(current, before, `changed on ${context}`)
+          assert.ok(response.status < 500, `a 5xx: ${context}`)
+          const types: Record<number, string[]> = { 400: ['invalid-request'], 412: ['precondition-failed'], 413: ['payload-too-large'], 415: ['unsupported-media-type'] }
+          const problemType = String(response.body?.type ?? '').replace(/^\/problems\//, '')
+          assert.ok((types[response.status] ?? []).includes(problemType), `unexpected: ${context}`)
+          const problem = assertProblem(response, response.status, problemType)
+          if (response.status === 412) assert.ok(['stale', 'raw'].includes(condition.kind), context)
+          if (response.status === 400 && view.ok) {
+            for (const error of problem.errors ?? []) {
+              if (error.header !== undefined) {
+                assert.equal(error.header, 'If-Match', context)
+                assert.equal(condition.kind, 'raw', context)
+                continue
+              }
+              const misfit = pointerMisfit(error.pointer, view.value)
+              assert.equal(misfit, undefined, `${misfit}: ${context}`)
+            }
+          }
+          if (sent.kind === 'tree' && sent.mutations === 0 && /^application\/json$/.test(type) && condition.kind !== 'raw') {
+            assert.ok(condition.kind === 'stale' && response.status === 412, `a valid PATCH was refused: ${context}`)
+          }
+        }),
+        settings,
+      )
+      if (runs >= 200) assert.ok(applied >= runs / 20, `only ${applied} of ${runs} PATCHes were applied`)
+    })
+
+    test(`ids: ${runs} path segments of every shape on GET, PATCH and withdraw; a 404 or 400, never a 5xx, nothing changes`, async () => {
+      const count = await countListings(service)
+      await fc.assert(
+        fc.asyncProperty(idSegment, fc.constantFrom('GET', 'PATCH', 'POST'), async (segment, method) => {
+          const path = method === 'POST' ? `/api/v1/listing/${segment}/withdraw` : `/api/v1/listing/${segment}`
+          const body = method === 'PATCH' ? Buffer.from('{"items":[{"position":0,"quantity":1}]}') : undefined
+          const headers: Record<string, string> = { authorization: `Bearer ${provider.token}` }
+          if (body) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(body.length) })
+          const response = await send(service.baseUrl, method, path, headers, body)
+          const context = `${method} ${path.slice(0, 120)} → ${response.status} ${response.text.slice(0, 200)}`
+          assert.ok([400, 404].includes(response.status), context)
+          assertProblem(response, response.status, response.status === 404 ? 'not-found' : 'invalid-request')
+        }),
+        settings,
+      )
+      assert.equal(await countListings(service), count)
     })
 
     test('afterwards: no key reached Object.prototype, and valid requests still behave', async () => {

@@ -13,7 +13,9 @@ import { migrate } from '../src/db/migrate.js'
 import { Drain } from '../src/http/drain.js'
 import type { ImageCheck } from '../src/images/check.js'
 import { Metrics } from '../src/metrics.js'
+import { recordExpiries } from '../src/listings/expiry.js'
 import { ProviderRepository } from '../src/providers/repository.js'
+import { openWrites, type Writes } from '../src/writes/writes.js'
 import { ResponseConformance } from './conformance.js'
 
 export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -175,6 +177,10 @@ export interface TestService {
   providers: ProviderRepository
   /** The shutdown state server.ts would drive; a test starts it to see the service drain. */
   drain: Drain
+  /** Where the service's write scripts run (on SQLite, its writer thread). */
+  writes: Writes
+  /** What the expiry sweeper does every 2 s in a running service (background.ts), once, now (by the test clock). */
+  recordExpiries(): Promise<number>
   newProvider(input?: { name?: string; industry?: string }): Promise<TestProvider>
   request(method: string, path: string, options?: RequestOptions): Promise<Response>
   create(token: string, body: unknown): Promise<Response>
@@ -206,7 +212,8 @@ export async function startService(dialect: DialectName, options: ServiceOptions
   await migrate(database)
   const clock = testClock()
   const drain = new Drain()
-  const app = await buildApp({ config, database, clock, checkImages: options.checkImages, metrics, drain, rateLimit: options.rateLimit })
+  const writes = openWrites(database)
+  const app = await buildApp({ config, database, clock, checkImages: options.checkImages, metrics, drain, rateLimit: options.rateLimit, writes })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   const providers = new ProviderRepository(database)
   let providerCount = 0
@@ -232,6 +239,8 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     database,
     databaseUrl: testDatabase.url,
     drain,
+    writes,
+    recordExpiries: () => recordExpiries(writes, clock),
     baseUrl: address,
     clock,
     config,
@@ -246,6 +255,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     list: (token, query = '') => request('GET', `/api/v1/listing${query}`, { token }),
     async close() {
       await app.close()
+      await writes.close()
       await database.close()
       await testDatabase.drop()
     },

@@ -20,6 +20,11 @@ import { assertProblem } from './http-support.js'
 
 const CREATE = 'POST /api/v1/listing/create'
 const LIST = 'GET /api/v1/listing'
+const ONE = 'GET /api/v1/listing/{listingId}'
+const BY_REFERENCE = 'GET /api/v1/listing/by-reference/{referenceId}'
+const PATCH = 'PATCH /api/v1/listing/{listingId}'
+const WITHDRAW = 'POST /api/v1/listing/{listingId}/withdraw'
+const EVENTS = 'GET /api/v1/events'
 const READY = 'GET /readyz'
 const METRICS = 'GET /metrics'
 const ONE_MIB = 1024 * 1024
@@ -69,7 +74,8 @@ function registeredRoutes(app: FastifyInstance): string[] {
     segments.length = (match[1] as string).length / 4
     segments.push(match[2] as string)
     for (const method of (match[3] ?? '').split(', ')) {
-      if (/^[A-Z]+$/.test(method)) routes.push(`${method} ${segments.join('')}`)
+      // As the document writes paths: `:listingId` is `{listingId}`.
+      if (/^[A-Z]+$/.test(method)) routes.push(`${method} ${segments.join('').replace(/:(\w+)/g, '{$1}')}`)
     }
   }
   return routes
@@ -120,6 +126,86 @@ function whileLockedOut(route: string, send: Provocation['send']): Provocation {
   }
 }
 
+/** A listing of the provider with `token`, its id and referenceId. */
+async function aListing(service: TestService, token: string): Promise<{ id: string; referenceId: string }> {
+  const body = listingBody({}, 2)
+  const created = await service.create(token, body)
+  assert.equal(created.status, 201, created.text)
+  return { id: created.body.listingId, referenceId: body.referenceId }
+}
+
+const UNKNOWN_LISTING = '0'.repeat(26)
+
+/**
+ * The routes every request of which needs a token: a request each, by `token` (none: no Authorization header),
+ * that a provider with a listing may send. Their 401 and 429 provocations are made from it.
+ */
+const authenticated: Record<string, (service: TestService, token: string | undefined) => Promise<Response>> = {
+  [CREATE]: (service, token) => service.request('POST', '/api/v1/listing/create', { token, json: listingBody() }),
+  [LIST]: (service, token) => service.request('GET', '/api/v1/listing', { token }),
+  [ONE]: (service, token) => service.request('GET', `/api/v1/listing/${UNKNOWN_LISTING}`, { token }),
+  [BY_REFERENCE]: (service, token) => service.request('GET', '/api/v1/listing/by-reference/unknown', { token }),
+  [PATCH]: (service, token) =>
+    service.request('PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`, { token, json: { items: [{ position: 0, quantity: 1 }] } }),
+  [WITHDRAW]: (service, token) => service.request('POST', `/api/v1/listing/${UNKNOWN_LISTING}/withdraw`, { token }),
+  [EVENTS]: (service, token) => service.request('GET', '/api/v1/events', { token }),
+}
+
+/** Without a token: 401 from every authenticated route. */
+const unauthorizedEverywhere = (): Provocation[] =>
+  Object.entries(authenticated).map(([route, send]) => ({ route, send: (service) => send(service, undefined) }))
+
+/** A budget of one request: a first one spends it (whatever it answers but 429), the second is refused. */
+const rateLimitedEverywhere = (): Provocation[] =>
+  Object.entries(authenticated).map(([route, send]) => ({
+    route,
+    env: { RATE_LIMIT_PER_MINUTE: '1' },
+    async send(service, token) {
+      assert.notEqual((await send(service, token)).status, 429)
+      return send(service, token)
+    },
+  }))
+
+/** A column the route reads, renamed: the route then fails with an unexpected error. */
+const renameColumn = (table: string, column: string) => (service: TestService) =>
+  sql`alter table ${sql.ref(table)} rename column ${sql.ref(column)} to ${sql.ref(`${column}_gone`)}`
+    .execute(service.database.kysely)
+    .then(() => {})
+
+/**
+ * A write sent while another connection holds SQLite's write lock past busy_timeout (5 s): writes wait on the
+ * writer thread, then give up. Reads are not stopped by a writer in WAL mode, so this provokes writes only.
+ */
+function whileWriteLocked(route: string, send: (service: TestService, token: string, listingId: string) => Promise<Response>): Provocation {
+  let lockHolder: SQLite.Database | undefined
+  let listingId = ''
+  return {
+    route,
+    async prepare(service, token) {
+      listingId = (await aListing(service, token)).id
+      lockHolder = new SQLite(service.databaseUrl.slice('sqlite:'.length))
+      lockHolder.exec('begin immediate')
+    },
+    async send(service, token) {
+      try {
+        return await send(service, token, listingId)
+      } finally {
+        lockHolder?.close()
+      }
+    },
+  }
+}
+
+/** Real values for the parameters that name things: a listing of the provider with `token`, and its first event. */
+async function realParameters(service: TestService, token: string): Promise<Record<string, string>> {
+  const { id, referenceId } = await aListing(service, token)
+  const events = await service.request('GET', '/api/v1/events', { token })
+  return { listingId: id, referenceId, after: events.body.data[0].id }
+}
+
+/** The listing the 500 provocations of one-listing routes made before renaming a column it needs. */
+let listingOfRenamed = { id: '', referenceId: '' }
+
 /** A table every create writes: without it a create fails with an unexpected error. */
 const dropItems = (service: TestService) => sql`drop table listing_items`.execute(service.database.kysely).then(() => {})
 
@@ -136,16 +222,20 @@ const provocations: Record<ProblemType, Provocation[]> = {
   'invalid-request': [
     { route: CREATE, send: (service, token) => service.create(token, {}) },
     { route: LIST, send: (service, token) => service.list(token, '?limit=51') },
+    { route: PATCH, send: (service, token) => service.request('PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`, { token, json: {} }) },
+    {
+      route: WITHDRAW,
+      send: (service, token) => service.request('POST', `/api/v1/listing/${UNKNOWN_LISTING}/withdraw`, { token, json: { reason: 'x' } }),
+    },
+    { route: EVENTS, send: (service, token) => service.request('GET', '/api/v1/events?limit=0', { token }) },
   ],
   'image-unavailable': [
     { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) },
   ],
-  unauthorized: [
-    { route: CREATE, send: (service) => service.request('POST', '/api/v1/listing/create', { json: listingBody() }) },
-    { route: LIST, send: (service) => service.request('GET', '/api/v1/listing') },
-  ],
-  // Answered for paths no route serves, so no documented route answers with it.
-  'not-found': [],
+  unauthorized: unauthorizedEverywhere(),
+  // No route answers it until marketplaces, the other kind of client, exist.
+  forbidden: [],
+  'not-found': [ONE, PATCH, WITHDRAW, BY_REFERENCE].map((route) => ({ route, send: (service, token) => authenticated[route]!(service, token) })),
   // Answered by the connection before any route (test/hostile.test.ts provokes them).
   'request-timeout': [],
   'request-headers-too-large': [],
@@ -159,53 +249,71 @@ const provocations: Record<ProblemType, Provocation[]> = {
       },
     },
   ],
-  'payload-too-large': [
+  'listing-closed': [
     {
-      route: CREATE,
-      send: (service, token) =>
-        service.request('POST', '/api/v1/listing/create', {
-          token,
-          raw: JSON.stringify(listingBody()).padEnd(ONE_MIB + 1),
-          headers: { 'content-type': 'application/json' },
-        }),
+      route: PATCH,
+      async send(service, token) {
+        const { id } = await aListing(service, token)
+        assert.equal((await service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })).status, 200)
+        return service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } })
+      },
+    },
+    {
+      route: WITHDRAW,
+      async send(service, token) {
+        const { id } = await aListing(service, token)
+        service.clock.now += service.config.LISTING_TTL_TIMED_SECONDS * 1000
+        return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })
+      },
     },
   ],
+  'precondition-failed': [
+    {
+      route: PATCH,
+      async send(service, token) {
+        const { id } = await aListing(service, token)
+        return service.request('PATCH', `/api/v1/listing/${id}`, {
+          token,
+          json: { items: [{ position: 0, quantity: 3 }] },
+          headers: { 'if-match': '"2"' },
+        })
+      },
+    },
+    {
+      route: WITHDRAW,
+      async send(service, token) {
+        const { id } = await aListing(service, token)
+        return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token, headers: { 'if-match': '"2"' } })
+      },
+    },
+  ],
+  'payload-too-large': [
+    [CREATE, 'POST', '/api/v1/listing/create'],
+    [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
+  ].map(([route, method, path]) => ({
+    route: route as string,
+    send: (service, token) =>
+      service.request(method as string, path as string, {
+        token,
+        raw: JSON.stringify(listingBody()).padEnd(ONE_MIB + 1),
+        headers: { 'content-type': 'application/json' },
+      }),
+  })),
   'image-too-large': [
     { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/size/6000000'))) },
   ],
   'unsupported-media-type': [
-    {
-      route: CREATE,
-      send: (service, token) =>
-        service.request('POST', '/api/v1/listing/create', {
-          token,
-          raw: JSON.stringify(listingBody()),
-          headers: { 'content-type': 'text/plain' },
-        }),
-    },
-  ],
+    [CREATE, 'POST', '/api/v1/listing/create'],
+    [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
+  ].map(([route, method, path]) => ({
+    route: route as string,
+    send: (service, token) =>
+      service.request(method as string, path as string, { token, raw: JSON.stringify(listingBody()), headers: { 'content-type': 'text/plain' } }),
+  })),
   'unsupported-image-format': [
     { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/tiny.pdf'))) },
   ],
-  // A budget of one request: a first one (a cheap 400) spends it, the second is refused.
-  'rate-limited': [
-    {
-      route: CREATE,
-      env: { RATE_LIMIT_PER_MINUTE: '1' },
-      async send(service, token) {
-        assert.equal((await service.create(token, {})).status, 400)
-        return service.create(token, listingBody())
-      },
-    },
-    {
-      route: LIST,
-      env: { RATE_LIMIT_PER_MINUTE: '1' },
-      async send(service, token) {
-        assert.equal((await service.list(token)).status, 200)
-        return service.list(token)
-      },
-    },
-  ],
+  'rate-limited': rateLimitedEverywhere(),
   internal: [
     { route: CREATE, prepare: dropItems, send: (service, token) => service.create(token, listingBody()) },
     {
@@ -216,12 +324,44 @@ const provocations: Record<ProblemType, Provocation[]> = {
       },
       send: (service, token) => service.list(token),
     },
+    ...[ONE, BY_REFERENCE, PATCH, WITHDRAW].map(
+      (route): Provocation => ({
+        route,
+        async prepare(service, token) {
+          const { id, referenceId } = await aListing(service, token)
+          listingOfRenamed = { id, referenceId }
+          await renameColumn('listings', 'items_record')(service)
+        },
+        send: (service, token) => {
+          const { id, referenceId } = listingOfRenamed
+          if (route === BY_REFERENCE) return service.request('GET', `/api/v1/listing/by-reference/${referenceId}`, { token })
+          if (route === ONE) return service.request('GET', `/api/v1/listing/${id}`, { token })
+          if (route === PATCH) return service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } })
+          return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })
+        },
+      }),
+    ),
+    {
+      route: EVENTS,
+      async prepare(service, token) {
+        await aListing(service, token)
+        await renameColumn('events', 'snapshot')(service)
+      },
+      send: (service, token) => service.request('GET', '/api/v1/events', { token }),
+    },
   ],
   unavailable: [
     // A create's first step, the referenceId lookup, is a read on the request's connection (its write would wait
     // on the writer thread for busy_timeout, 5 s, before answering the same 503).
     whileLockedOut(CREATE, (service, token) => service.create(token, listingBody())),
     whileLockedOut(LIST, (service, token) => service.list(token)),
+    whileLockedOut(ONE, (service, token) => service.request('GET', `/api/v1/listing/${UNKNOWN_LISTING}`, { token })),
+    whileLockedOut(BY_REFERENCE, (service, token) => service.request('GET', '/api/v1/listing/by-reference/x', { token })),
+    whileLockedOut(EVENTS, (service, token) => service.request('GET', '/api/v1/events', { token })),
+    whileWriteLocked(PATCH, (service, token, id) =>
+      service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } }),
+    ),
+    whileWriteLocked(WITHDRAW, (service, token, id) => service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })),
     {
       route: READY,
       prepare: (service) => service.database.close(),
@@ -302,18 +442,25 @@ describe('GET /openapi.json and GET /docs', () => {
   test('each operation, sent with its request examples, succeeds with a documented response matching its schema', async () => {
     const resolved = await dereference(structuredClone(document))
     for (const [route, operation] of operationsOf(resolved)) {
-      const [method, path] = route.split(' ') as [string, string]
+      const [method, template] = route.split(' ') as [string, string]
+      const token = (operation.security ?? []).length > 0 ? (await acceptingImages.newProvider()).token : undefined
+      // Ids in examples name nothing that exists: path parameters and the feed's `after` name real things instead.
+      const real = token === undefined ? {} : await realParameters(acceptingImages, token)
+      let path = template
       const query = new URLSearchParams()
+      const headers: Record<string, string> = {}
       for (const parameter of operation.parameters ?? []) {
         assert.notEqual(parameter.example, undefined, `${route}: parameter ${parameter.name} has no example`)
-        query.set(parameter.name, String(parameter.example))
+        const value = real[parameter.name] ?? String(parameter.example)
+        if (parameter.in === 'path') path = path.replace(`{${parameter.name}}`, encodeURIComponent(value))
+        else if (parameter.in === 'header') headers[parameter.name] = value
+        else query.set(parameter.name, value)
       }
       const search = query.size > 0 ? `?${query}` : ''
       const bodies = examplesOf(operation.requestBody?.content?.['application/json'] ?? {})
       if (operation.requestBody) assert.ok(bodies.length > 0, `${route} has no request example`)
-      const token = (operation.security ?? []).length > 0 ? (await acceptingImages.newProvider()).token : undefined
       for (const [name, body] of bodies.length > 0 ? bodies : [['no body', undefined] as const]) {
-        const response = await acceptingImages.request(method, `${path}${search}`, { token, json: body })
+        const response = await acceptingImages.request(method, `${path}${search}`, { token, json: body, headers })
         const context = `${route}${search} (${name}): ${response.status} ${response.text.slice(0, 500)}`
         assert.ok([200, 201].includes(response.status), context)
         // JSON for the API; the Prometheus text of /metrics is text/plain.

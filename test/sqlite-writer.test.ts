@@ -6,15 +6,18 @@ import { isDatabaseUnavailable } from '../src/db/dialect.js'
 import { migrate } from '../src/db/migrate.js'
 import { prepareListing } from '../src/listings/columns.js'
 import { ListingRepository } from '../src/listings/repository.js'
-import { sqliteListingWriter, type WriteOutcome } from '../src/listings/sqlite-insert.js'
 import type { ListingWrite } from '../src/listings/writer.js'
+import { sqliteBatchRunner, type JobOutcome } from '../src/writes/sqlite-batch.js'
+import { openWrites } from '../src/writes/writes.js'
 import type { CreateListingInput } from '../src/listings/schemas.js'
 import { ProviderRepository } from '../src/providers/repository.js'
 import { item, listingBody } from './fixtures.js'
 import { createTestDatabase, type TestDatabase } from './helper.js'
 
+type WriteOutcome = JobOutcome
+
 /**
- * The SQLite write path on its own (src/listings/sqlite-insert.ts, sqlite-writer.ts): batches of creates in one
+ * The SQLite write path on its own (src/writes/sqlite-batch.ts, sqlite-thread.ts): batches of creates in one
  * transaction, a savepoint each, and how a batch fails. The per-connection failure switches (query_only,
  * max_page_count) are set on the connection that writes, which in the service is the writer thread's.
  */
@@ -51,6 +54,7 @@ describe('SQLite listing writer', () => {
         items: one('select count(*) as n from listing_items'),
         counter: one('select listing_count as n from providers'),
         maxSeq: one('select coalesce(max(seq), 0) as n from listings'),
+        events: one('select count(*) as n from events'),
       }
     } finally {
       check.close()
@@ -61,7 +65,8 @@ describe('SQLite listing writer', () => {
     const connection = new SQLite(file)
     connection.pragma('foreign_keys = ON')
     try {
-      run(sqliteListingWriter(connection), connection)
+      const runBatch = sqliteBatchRunner(connection)
+      run((batch) => runBatch(batch.map((args) => ({ name: 'createListing', args }))), connection)
     } finally {
       connection.close()
     }
@@ -132,7 +137,8 @@ describe('SQLite listing writer', () => {
 
   test('through the writer thread: 200 concurrent creates are all stored, sequence numbers dense, then the thread ends', async () => {
     const before = stored()
-    const repository = new ListingRepository(database)
+    const writes = openWrites(database)
+    const repository = new ListingRepository(database, writes)
     const created = await Promise.all(
       Array.from({ length: 200 }, () => repository.insert(writeOf(listingBody({}, 2)))),
     )
@@ -142,15 +148,17 @@ describe('SQLite listing writer', () => {
     assert.equal(after.items, before.items + 400)
     assert.equal(after.maxSeq, after.listings)
     assert.equal(after.counter, after.listings)
-    await repository.close()
+    assert.equal(after.events, after.listings)
+    await writes.close()
   })
 
   test('a failed create crosses from the thread with its SQLite code, as dialect.ts classifies errors', async () => {
-    const repository = new ListingRepository(database)
+    const writes = openWrites(database)
+    const repository = new ListingRepository(database, writes)
     const body = listingBody({}, 1)
     await repository.insert(writeOf(body))
     await assert.rejects(repository.insert(writeOf(body)), { code: 'SQLITE_CONSTRAINT_UNIQUE' })
     await assert.rejects(repository.insert(writeOf(body, 'no-such-provider')), /provider no-such-provider does not exist/)
-    await repository.close()
+    await writes.close()
   })
 })

@@ -4,6 +4,7 @@ import { beginExclusive } from './dialect.js'
 import * as initial from '../migrations/2026-11-21-initial.js'
 import * as listingItemsJson from '../migrations/2026-11-21-listing-items-json.js'
 import * as postgresItemsWithoutFk from '../migrations/2026-11-22-postgres-items-without-fk.js'
+import * as listingLifecycle from '../migrations/2026-11-23-listing-lifecycle.js'
 
 interface Migration {
   name: string
@@ -16,6 +17,7 @@ const migrations: Migration[] = [
   { name: '2026-11-21-initial', up: initial.up },
   { name: '2026-11-21-listing-items-json', up: listingItemsJson.up },
   { name: '2026-11-22-postgres-items-without-fk', up: postgresItemsWithoutFk.up },
+  { name: '2026-11-23-listing-lifecycle', up: listingLifecycle.up },
 ]
 
 /**

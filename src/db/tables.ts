@@ -12,6 +12,8 @@ export interface ProvidersTable {
   last_created_ms: Generated<number>
   /** How many listings before the newest share its millisecond: orders ids within one millisecond. */
   last_created_tick: Generated<number>
+  /** Number of events; also the `seq` of the newest one (dense, in commit order: events/record.ts). */
+  event_count: Generated<number>
 }
 
 export interface TokensTable {
@@ -45,6 +47,16 @@ export interface ListingsTable {
    * listing written by a version before this column; the reader then falls back to listing_items.
    */
   items_json: string | null
+  /** Grows by 1 with every change (contract §10). */
+  version: Generated<number>
+  updated_at_ms: number
+  withdrawn_at_ms: Generated<number | null>
+  /** 1 when every item's quantity is 0: derived from the items, kept by the writers for pages and discovery. */
+  sold_out: Generated<number>
+  /** 1 once the expiry is recorded (its version bump and event). */
+  expiry_recorded: Generated<number>
+  /** The items with every column, as JSON (listing-state.ts): one row is the whole listing. */
+  items_record: string
 }
 
 export interface ListingItemsTable {
@@ -61,9 +73,22 @@ export interface ListingItemsTable {
   quantity: number
 }
 
+export interface EventsTable {
+  id: string
+  provider_id: string
+  /** Dense per provider, in commit order. */
+  seq: number
+  type: string
+  listing_id: string
+  created_at_ms: number
+  /** The listing right after the change: a ListingState as JSON. */
+  snapshot: string
+}
+
 export interface Tables {
   providers: ProvidersTable
   tokens: TokensTable
   listings: ListingsTable
   listing_items: ListingItemsTable
+  events: EventsTable
 }

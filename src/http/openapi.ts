@@ -37,10 +37,24 @@ it with the seconds until the window resets.
 **Request ids.** Every response carries \`X-Request-Id\`: the one you sent (1–128 visible ASCII characters), or a
 generated one.`
 
-/** A JSON success response with its own description and named examples (for the document only). */
-export function jsonResponse(description: string, schema: object, examples: Record<string, unknown> = {}) {
+/** A JSON success response with its own description, named examples and headers (for the document only). */
+export function jsonResponse(
+  description: string,
+  schema: object,
+  examples: Record<string, unknown> = {},
+  headers?: Record<string, object>,
+) {
   const named = Object.fromEntries(Object.entries(examples).map(([name, value]) => [name, { value }]))
-  return { description, content: { 'application/json': { schema, examples: named } } }
+  return { description, content: { 'application/json': { schema, examples: named } }, ...(headers ? { headers } : {}) }
+}
+
+/** The ETag response header of a listing (contract §10), as @fastify/swagger takes a header: a JSON schema. */
+export const listingEtagHeader = {
+  ETag: {
+    type: 'string',
+    description: 'The listing’s version in quotes, e.g. `"3"`: what `If-Match` names to change exactly this version.',
+    examples: ['"3"'],
+  },
 }
 
 /**
@@ -64,7 +78,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       // Relative: the API is on the host that served this document, wherever it is deployed.
       servers: [{ url: '/', description: 'The host that served this document' }],
       tags: [
-        { name: 'listings', description: 'Create listings and page through your own' },
+        { name: 'listings', description: 'Create, read, change and withdraw your listings; page through them' },
+        { name: 'events', description: 'Every change of your listings, as a feed to pull' },
         { name: 'operations', description: 'Probes for load balancers and orchestrators; no token needed' },
       ],
       components: {

@@ -27,12 +27,17 @@ const problemExamples: Record<ProblemType, Problem> = {
     errors: [{ pointer: '/items/0/imageUrl', detail: 'the server answered HTTP 404' }],
   }),
   unauthorized: new Problem('unauthorized', 'the token is unknown or has been revoked'),
-  'not-found': new Problem('not-found', 'no route for GET /api/v1/listings'),
+  forbidden: new Problem('forbidden', 'this route is for providers; the token is a marketplace’s'),
+  'not-found': new Problem('not-found', 'no listing of yours has this id', {
+    errors: [{ parameter: 'listingId', detail: 'no listing of yours has this id' }],
+  }),
   'request-timeout': new Problem('request-timeout', 'the request was not received in time; the connection is closed'),
   'request-headers-too-large': new Problem('request-headers-too-large', 'the request headers are too large'),
   conflict: new Problem('conflict', 'referenceId is already used by one of your listings with a different body', {
     errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
   }),
+  'listing-closed': new Problem('listing-closed', 'the listing is withdrawn: it can no longer change'),
+  'precondition-failed': new Problem('precondition-failed', 'If-Match does not name the current version "3"'),
   'payload-too-large': new Problem('payload-too-large', 'request body is larger than 1 MiB'),
   'image-too-large': new Problem('image-too-large', 'image is 7.3 MB; the limit is 5 MiB', {
     errors: [{ pointer: '/brand/imageUrl', detail: 'image is 7.3 MB; the limit is 5 MiB' }],

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
 import { invalidRequest, type ProblemDetail } from '../errors.js'
+import { parseEntityTags } from './conditional.js'
 
 /**
  * Request validation for every route: one strict Ajv (no coercion, unknown fields rejected, every error
@@ -9,7 +10,7 @@ import { invalidRequest, type ProblemDetail } from '../errors.js'
 
 // NUL cannot be stored in PostgreSQL text, and a lone surrogate would be silently replaced by U+FFFD on the
 // way to either database: both are refused so that what is stored is exactly what was sent.
-const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u
+export const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u
 
 /** Custom string formats: each with the check and the sentence a provider reads when it fails. */
 const formats: Record<string, { validate(value: string): boolean; message(value: string): string }> = {
@@ -27,6 +28,10 @@ const formats: Record<string, { validate(value: string): boolean; message(value:
   'http-url': {
     validate: isHttpUrl,
     message: () => 'must be an absolute http or https URL without a user name or password',
+  },
+  'entity-tags': {
+    validate: (value) => parseEntityTags(value) !== undefined,
+    message: () => 'must be * or a comma-separated list of entity tags such as "3"',
   },
 }
 
@@ -150,16 +155,24 @@ function describe(error: ErrorObject, field: string): { path: string; detail: st
 // A 1 MiB body of empty objects could otherwise produce millions of entries; the first thousand say enough.
 const MAX_REPORTED = 1000
 
-function toProblemDetails(errors: ErrorObject[], where: 'pointer' | 'parameter', extra: ProblemDetail[] = []) {
+/** Where a problem was found: a body field (JSON Pointer), a query or path parameter, or a header (by name). */
+type Place = 'pointer' | 'parameter' | 'header'
+
+/** Header names as HTTP writes them (Node gives them in lower case): "if-match" is "If-Match". */
+const headerName = (name: string) => name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase())
+
+function toProblemDetails(errors: ErrorObject[], where: Place, extra: ProblemDetail[] = []) {
   const seen = new Set<string>(extra.map((e) => `/${e.parameter}`))
   const details: ProblemDetail[] = [...extra]
   for (const error of errors) {
-    const { path, detail } = describe(error, where === 'pointer' ? 'field' : 'parameter')
+    const { path, detail } = describe(error, where === 'pointer' ? 'field' : where)
     // One problem per field (the first Ajv finds): "" is "must not be empty", not also "must contain…".
     if (seen.has(path)) continue
     seen.add(path)
-    // A query parameter is named, not pointed at: "/page" is the parameter "page".
-    details.push(where === 'pointer' ? { pointer: path, detail } : { parameter: path.slice(1), detail })
+    // A parameter or header is named, not pointed at: "/page" is the parameter "page".
+    if (where === 'pointer') details.push({ pointer: path, detail })
+    else if (where === 'parameter') details.push({ parameter: path.slice(1), detail })
+    else details.push({ header: headerName(path.slice(1)), detail })
     if (details.length >= MAX_REPORTED) break
   }
   return details
@@ -195,7 +208,8 @@ export function validatorCompiler(ajv: Ajv): FastifySchemaCompiler<unknown> {
   return ({ schema, httpPart }) => {
     const validate = ajv.compile(schema as object)
     if (httpPart === 'querystring') return (data) => validateQuery(validate, schema as QuerySchema, data)
+    const where: Place = httpPart === 'headers' ? 'header' : httpPart === 'params' ? 'parameter' : 'pointer'
     return (data) =>
-      validate(data) ? { value: data } : { error: invalidRequest(toProblemDetails(validate.errors ?? [], 'pointer')) }
+      validate(data) ? { value: data } : { error: invalidRequest(toProblemDetails(validate.errors ?? [], where)) }
   }
 }

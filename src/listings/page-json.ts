@@ -1,3 +1,4 @@
+import { statusOf } from './listing-state.js'
 import type { Listing } from './schemas.js'
 
 /** A listing as a page reads it: its items already JSON (listings.items_json). */
@@ -5,6 +6,8 @@ export interface PageListing {
   id: string
   referenceId: string
   expiresAtUnix: number
+  withdrawn: boolean
+  soldOut: boolean
   brandNameAr: string
   brandNameEn: string
   itemsJson: string
@@ -32,7 +35,7 @@ export function pageJson(recordCount: number, listings: readonly PageListing[], 
   let out = '{"content":['
   for (let i = 0; i < listings.length; i++) {
     const listing = listings[i] as PageListing
-    const status: Listing['status'] = nowMs < listing.expiresAtUnix * 1000 ? 'active' : 'expired'
+    const status: Listing['status'] = statusOf(listing, nowMs)
     if (i > 0) out += ','
     out +=
       `{"id":${JSON.stringify(listing.id)},"status":"${status}","referenceId":${JSON.stringify(listing.referenceId)},` +

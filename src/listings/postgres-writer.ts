@@ -2,7 +2,7 @@ import { sql, type Expression, type RawBuilder } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
-import { LISTING_ID_LAYOUT, listingIdRandomPart } from '../ids.js'
+import { LISTING_ID_LAYOUT, listingIdRandomPart, prefixedId } from '../ids.js'
 import { TrailingBatches, type Settled } from '../trailing-batches.js'
 import { ITEM_COLUMN_TYPES, LISTING_COLUMN_NAMES, LISTING_COLUMN_TYPES } from './columns.js'
 import type { ListingWrite, ListingWriter, StoredListing } from './writer.js'
@@ -11,7 +11,10 @@ interface BatchParams extends Record<string, unknown> {
   provider_id: string
   n: number
   now_ms: number
-  /** JSON: an array of the listings' records (ListingRecord), each with its ordinal (1…n), ttl_seconds, random (the id's tail) and request_hash. */
+  /**
+   * JSON: an array of the listings' records (ListingRecord), each with its ordinal (1…n), ttl_seconds, random (the
+   * id's tail), request_hash and event_id (its `listing.created` event's id).
+   */
   listings: string
 }
 
@@ -19,8 +22,10 @@ interface BatchParams extends Record<string, unknown> {
  * A listing's record with the fields only this statement needs put in front: text joined to text, so the
  * record (a 100-item create's is ~36 kB) is neither parsed nor serialised again on its way to PostgreSQL.
  */
-function batchElement({ record, requestHash, ttlSeconds }: ListingWrite, ordinal: number): string {
-  const head = `{"ordinal":${ordinal},"ttl_seconds":${ttlSeconds},"random":${JSON.stringify(listingIdRandomPart())},"request_hash":${JSON.stringify(requestHash)},`
+function batchElement({ record, requestHash, ttlSeconds, nowMs }: ListingWrite, ordinal: number): string {
+  const head =
+    `{"ordinal":${ordinal},"ttl_seconds":${ttlSeconds},"random":${JSON.stringify(listingIdRandomPart())},` +
+    `"request_hash":${JSON.stringify(requestHash)},"event_id":${JSON.stringify(prefixedId('evt', nowMs))},`
   return head + record.slice(1) // a record is a JSON object with fields: "{…}"
 }
 
@@ -44,8 +49,8 @@ const names = (list: readonly string[], prefix = '') => sql.raw(list.map((name) 
 
 /**
  * PostgreSQL: the creates of one provider that arrive together are stored by one statement (TrailingBatches:
- * while statements run, the next creates gather). It bumps the provider's counter by their number and inserts
- * every listing and item from one jsonb parameter, with data-modifying CTEs: the counter row's lock is taken
+ * while statements run, the next creates gather). It bumps the provider's counters by their number and inserts
+ * every listing, item and `listing.created` event from one jsonb parameter, with data-modifying CTEs: the counter row's lock is taken
  * once, held for one statement, and released by one commit, instead of once per create with the creates queued
  * behind it. Ids are built in SQL (listingIdSql) from the counter's millisecond and consecutive ticks.
  *
@@ -59,17 +64,21 @@ export function postgresListingWriter(database: Database): ListingWriter {
       with counter as (
         update providers set
           listing_count = listing_count + ${param('n')},
+          event_count = event_count + ${param('n')},
           last_created_tick = case when last_created_ms >= ${param('now_ms')} then last_created_tick + ${param('n')} else ${param('n')} - 1 end,
           last_created_ms = greatest(last_created_ms, ${param('now_ms')})
         where id = ${param('provider_id')}
-        returning listing_count - ${param('n')} as base_seq, last_created_ms, last_created_tick - ${param('n')} + 1 as first_tick
+        returning id as provider_id, listing_count - ${param('n')} as base_seq, event_count - ${param('n')} as base_event_seq,
+          last_created_ms, last_created_tick - ${param('n')} + 1 as first_tick
       ), batch as (
-        select * from jsonb_to_recordset(${param('listings')}::jsonb)
-          as b(${record(LISTING_COLUMN_TYPES)}, ordinal bigint, ttl_seconds bigint, random text, request_hash text, items jsonb)
+        select e.elem, b.* from jsonb_array_elements(${param('listings')}::jsonb) as e(elem)
+          cross join lateral jsonb_to_record(e.elem)
+          as b(${record(LISTING_COLUMN_TYPES)}, ordinal bigint, ttl_seconds bigint, random text, request_hash text, event_id text, items jsonb)
       ), listing as (
-        insert into listings (id, seq, created_at_ms, expires_at_unix, request_hash, ${names(LISTING_COLUMN_NAMES)})
+        insert into listings (id, seq, created_at_ms, updated_at_ms, expires_at_unix, request_hash, items_record, ${names(LISTING_COLUMN_NAMES)})
         select ${listingIdSql(sql.ref('last_created_ms'), sql`(first_tick + ordinal - 1)`, sql.ref('random'))},
-          base_seq + ordinal, last_created_ms, last_created_ms / 1000 + ttl_seconds, request_hash, ${names(LISTING_COLUMN_NAMES, 'batch.')}
+          base_seq + ordinal, last_created_ms, last_created_ms, last_created_ms / 1000 + ttl_seconds, request_hash, items::text,
+          ${names(LISTING_COLUMN_NAMES, 'batch.')}
         from counter cross join batch
         returning id, seq, expires_at_unix
       ), items as (
@@ -79,6 +88,19 @@ export function postgresListingWriter(database: Database): ListingWriter {
           join batch on true
           join listing on listing.seq = counter.base_seq + batch.ordinal
           cross join jsonb_to_recordset(batch.items) as item(${record(ITEM_COLUMN_TYPES)})
+      ), events as (
+        -- The outbox (events/record.ts does the same for every other change): each listing's listing.created
+        -- event, its seq from the provider's event_count bumped above, its snapshot the ListingState as JSON.
+        insert into events (id, provider_id, seq, type, listing_id, created_at_ms, snapshot)
+        select batch.event_id, counter.provider_id, counter.base_event_seq + batch.ordinal, 'listing.created', listing.id,
+          counter.last_created_ms,
+          ((batch.elem - array['items_json', 'ordinal', 'ttl_seconds', 'random', 'request_hash', 'event_id'])
+            || jsonb_build_object('id', listing.id, 'version', 1, 'created_at_ms', counter.last_created_ms,
+                 'updated_at_ms', counter.last_created_ms, 'expires_at_unix', listing.expires_at_unix,
+                 'withdrawn_at_ms', null, 'expiry_recorded', 0))::text
+        from counter
+          join batch on true
+          join listing on listing.seq = counter.base_seq + batch.ordinal
       )
       select listing.id, listing.expires_at_unix
       from listing

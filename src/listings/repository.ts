@@ -2,12 +2,14 @@ import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import { SqliteReadCache } from '../db/sqlite-read-cache.js'
 import { TrailingBatches } from '../trailing-batches.js'
+import type { Writes } from '../writes/writes.js'
+import type { ChangeOutcome, IfMatch } from './change-scripts.js'
 import { fromThousandths } from './columns.js'
+import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
 import { itemsJson, type PageListing } from './page-json.js'
 import { postgresListingWriter } from './postgres-writer.js'
-import { sqliteListingWriterFor } from './sqlite-writer.js'
 import type { ListingWrite, ListingWriter, StoredListing } from './writer.js'
-import type { Categories, ListListingsParams } from './schemas.js'
+import type { Categories, ListListingsParams, PatchListingInput } from './schemas.js'
 
 interface PageParams {
   providerId: string
@@ -33,6 +35,8 @@ interface PageRow {
   id: string | null
   reference_id: string | null
   expires_at_unix: number | null
+  withdrawn_at_ms: number | null
+  sold_out: number | null
   brand_name_ar: string | null
   brand_name_en: string | null
   items_json: string | null
@@ -54,13 +58,19 @@ export class ListingRepository {
   readonly #samePageReads?: TrailingBatches<PageParams, ListingsPageData>
   /** SQLite: pages are kept until anything is committed (SqliteReadCache); the query is most of a page's time. */
   readonly #unchangedPages?: SqliteReadCache<ListingsPageData>
-  /** Creates: sqlite-writer.ts or postgres-writer.ts. */
+  /** Creates: the SQLite writer thread's create script (sqlite-create.ts), or postgres-writer.ts. */
   readonly #writer: ListingWriter
+  readonly #byId: PreparedQuery<{ providerId: string; listingId: string }, StateRow>
+  readonly #byReference: PreparedQuery<{ providerId: string; referenceId: string }, StateRow>
 
-  constructor(private readonly database: Database) {
+  constructor(
+    private readonly database: Database,
+    /** Where changes are written: every write script runs there (writes/). */
+    private readonly writes: Writes,
+  ) {
     const { sqlite } = database
     if (sqlite) {
-      this.#writer = sqliteListingWriterFor(sqlite, database.observeQuery)
+      this.#writer = { write: (write) => writes.run('createListing', write), close: async () => {} }
       this.#unchangedPages = new SqliteReadCache(sqlite.connection)
     } else {
       this.#writer = postgresListingWriter(database)
@@ -77,6 +87,21 @@ export class ListingRepository {
         .where('provider_id', '=', param('providerId'))
         .where('reference_id', '=', param('referenceId')),
     )
+    // The caller's own listings only: another provider's id is as unknown as one that does not exist.
+    this.#byId = new PreparedQuery(database.kysely, (db, param) =>
+      db
+        .selectFrom('listings')
+        .select(STATE_COLUMN_NAMES)
+        .where('id', '=', param('listingId'))
+        .where('provider_id', '=', param('providerId')),
+    )
+    this.#byReference = new PreparedQuery(database.kysely, (db, param) =>
+      db
+        .selectFrom('listings')
+        .select(STATE_COLUMN_NAMES)
+        .where('reference_id', '=', param('referenceId'))
+        .where('provider_id', '=', param('providerId')),
+    )
     this.#pageQuery = new PreparedQuery(database.kysely, (db, param) =>
       db
         .selectFrom('providers as p')
@@ -86,7 +111,17 @@ export class ListingRepository {
             .on((eb) => eb('l.seq', '>', eb('p.listing_count', '-', param('skipPlusLimit'))))
             .on((eb) => eb('l.seq', '<=', eb('p.listing_count', '-', param('skip')))),
         )
-        .select(['p.listing_count', 'l.id', 'l.reference_id', 'l.expires_at_unix', 'l.brand_name_ar', 'l.brand_name_en', 'l.items_json'])
+        .select([
+          'p.listing_count',
+          'l.id',
+          'l.reference_id',
+          'l.expires_at_unix',
+          'l.withdrawn_at_ms',
+          'l.sold_out',
+          'l.brand_name_ar',
+          'l.brand_name_en',
+          'l.items_json',
+        ])
         .where('p.id', '=', param('providerId'))
         .orderBy('l.seq', 'desc'),
     )
@@ -102,7 +137,24 @@ export class ListingRepository {
     return this.#writer.write(listing)
   }
 
-  /** Ends the SQLite writer thread, if one was started. */
+  async findById(providerId: string, listingId: string): Promise<ListingState | undefined> {
+    const [row] = await this.#byId.execute({ providerId, listingId })
+    return row && stateFromRow(row)
+  }
+
+  async findStateByReference(providerId: string, referenceId: string): Promise<ListingState | undefined> {
+    const [row] = await this.#byReference.execute({ providerId, referenceId })
+    return row && stateFromRow(row)
+  }
+
+  patch(args: { providerId: string; listingId: string; ifMatch: IfMatch | null; nowMs: number; patch: PatchListingInput }): Promise<ChangeOutcome> {
+    return this.writes.run('patchListing', args)
+  }
+
+  withdraw(args: { providerId: string; listingId: string; ifMatch: IfMatch | null; nowMs: number }): Promise<ChangeOutcome> {
+    return this.writes.run('withdrawListing', args)
+  }
+
   close(): Promise<void> {
     return this.#writer.close()
   }
@@ -132,6 +184,8 @@ export class ListingRepository {
         id: row.id,
         referenceId: row.reference_id as string,
         expiresAtUnix: row.expires_at_unix as number,
+        withdrawn: row.withdrawn_at_ms !== null,
+        soldOut: row.sold_out === 1,
         brandNameAr: row.brand_name_ar as string,
         brandNameEn: row.brand_name_en as string,
         itemsJson: row.items_json ?? '',

@@ -188,19 +188,23 @@ export const ListListingsQuery = Type.Object(
 )
 export type ListListingsParams = Required<Static<typeof ListListingsQuery>>
 
-export const ListingStatuses = ['active', 'expired'] as const
+export const ListingStatuses = ['active', 'sold_out', 'expired', 'withdrawn'] as const
+
+const STATUS_DESCRIPTION =
+  '`withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every ' +
+  'item’s quantity is 0), which wins over `active`.'
 
 export const Listing = Type.Object({
   id: Type.String({ description: 'The listingId the create answer gave.' }),
-  status: Type.Enum(ListingStatuses, { description: '`active` while now < expiresAtUnix, then `expired`.' }),
+  status: Type.Enum(ListingStatuses, { description: STATUS_DESCRIPTION }),
   referenceId: Type.String(),
   expiresAtUnix: Type.Integer({ description: 'Unix time in seconds at which the listing expires.' }),
   items: Type.Array(
     Type.Object({
       nameAr: Type.String(),
       nameEn: Type.String(),
-      price: Type.Number({ description: 'Exactly as sent.' }),
-      quantity: Type.Integer(),
+      price: Type.Number({ description: 'Exactly as sent, or as last changed.' }),
+      quantity: Type.Integer({ description: 'As sent, or as last changed; 0 when none is left.' }),
       category: Type.Enum(Categories),
     }),
     { description: 'In the order sent.' },
@@ -236,3 +240,173 @@ export const exampleListingsPage: ListingsPage = {
     },
   ],
 }
+
+// ---- One listing, as read (contract §10): GET one, PATCH, withdraw, every event's data, discovery ----------------
+
+/** UTC, to the millisecond: how every time of the API is written (`Date.prototype.toISOString`). */
+export const Timestamp = Type.String({
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
+  description: 'UTC, to the millisecond (RFC 3339).',
+  examples: ['2026-11-22T10:00:00.123Z'],
+})
+
+export const ListingItemView = Type.Object(
+  {
+    position: Type.Integer({ minimum: 0, description: 'The item’s index in the created order; PATCH names items by it.' }),
+    nameAr: Type.String(),
+    nameEn: Type.String(),
+    price: Type.Number({ description: 'Unit price, exactly as sent or last changed.' }),
+    quantity: Type.Integer({ minimum: 0, description: 'Units left; 0 when none is.' }),
+    category: Type.Enum(Categories),
+    subCategory: Type.Enum(SubCategories),
+    urlSafeName: Type.String(),
+    imageUrl: Type.Optional(Type.String({ description: 'Present only when the item was created with one.' })),
+  },
+  closed,
+)
+
+export const ListingView = Type.Object(
+  {
+    id: Type.String({ description: 'The listingId the create answer gave.' }),
+    status: Type.Enum(ListingStatuses, { description: STATUS_DESCRIPTION }),
+    referenceId: Type.String(),
+    version: Type.Integer({
+      minimum: 1,
+      description:
+        'Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the ' +
+        'expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is ' +
+        'this number in quotes.',
+    }),
+    createdAt: Timestamp,
+    updatedAt: { ...Timestamp, description: 'When the last change happened (for an expired listing: the moment it expired).' },
+    expiresAtUnix: Type.Integer({ description: 'Unix time in seconds at which the listing expires.' }),
+    location: Type.Object({ latitude: Type.Number(), longitude: Type.Number() }, closed),
+    brand: Type.Object(
+      {
+        nameAr: Type.String(),
+        nameEn: Type.String(),
+        industry: Type.String({ description: 'The provider’s industry, set when the provider was created.' }),
+        urlSafeName: Type.String(),
+        imageUrl: Type.String(),
+      },
+      closed,
+    ),
+    listingDetails: Type.Object(
+      { discountRate: Type.Number(), type: Type.Enum(ListingTypes), isAssignedToDriver: Type.Boolean() },
+      closed,
+    ),
+    items: Type.Array(ListingItemView, { description: 'In the order sent; `position` is the index.' }),
+  },
+  { ...closed, description: 'A listing with every value as created or last changed.' },
+)
+export type ListingView = Static<typeof ListingView>
+
+export const exampleListingView: ListingView = {
+  id: exampleCreated.listingId,
+  status: 'active',
+  referenceId: exampleListing.referenceId,
+  version: 2,
+  createdAt: '2026-11-22T10:00:00.123Z',
+  updatedAt: '2026-11-22T10:05:00.000Z',
+  expiresAtUnix: exampleCreated.expiresAtUnix,
+  location: exampleListing.location,
+  brand: {
+    nameAr: exampleListing.brand.displayName.ar,
+    nameEn: exampleListing.brand.displayName.en,
+    industry: 'bakery',
+    urlSafeName: exampleListing.brand.urlSafeName,
+    imageUrl: exampleListing.brand.imageUrl,
+  },
+  listingDetails: { discountRate: 0.6, type: 'timed', isAssignedToDriver: true },
+  items: exampleListing.items.map((item, position) => ({
+    position,
+    nameAr: item.displayName.ar,
+    nameEn: item.displayName.en,
+    price: item.price,
+    quantity: position === 0 ? 0 : item.quantity ?? 1,
+    category: item.category as (typeof Categories)[number],
+    subCategory: item.subCategory as (typeof SubCategories)[number],
+    urlSafeName: item.urlSafeName,
+    ...(item.imageUrl === undefined ? {} : { imageUrl: item.imageUrl }),
+  })),
+}
+
+export const ListingIdParams = Type.Object(
+  { listingId: Type.String({ description: 'The listingId the create answer gave.', examples: [exampleCreated.listingId] }) },
+  closed,
+)
+
+export const ReferenceIdParams = Type.Object(
+  {
+    referenceId: Type.String({
+      description: 'Your referenceId, percent-encoded as a path segment (`/` is `%2F`).',
+      examples: [exampleListing.referenceId],
+    }),
+  },
+  closed,
+)
+
+/** `If-Match` on PATCH and withdraw (RFC 9110 §13.1.1). */
+export const IfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      format: 'entity-tags',
+      description:
+        'Apply the change only if the listing’s current version is this one: its ETag, e.g. `"3"` (a list of ' +
+        'them, or `*`, also works). Otherwise `412` and nothing changes. Without it the change applies to ' +
+        'whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.',
+      examples: ['"1"'],
+    }),
+  ),
+})
+
+export const PatchListingBody = Type.Object(
+  {
+    listingDetails: Type.Optional(
+      Type.Object(
+        {
+          discountRate: Type.Number({
+            minimum: 0.1,
+            maximum: 1,
+            description: 'The new discount as a fraction of the price: 0.1 (10 %) to 1 (100 %).',
+          }),
+        },
+        closed,
+      ),
+    ),
+    items: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            position: Type.Integer({
+              minimum: 0,
+              maximum: 99,
+              description: 'Which item: its index in the created order. Each position at most once per request.',
+            }),
+            quantity: Type.Optional(
+              Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Units left, 0 to 1,000,000; 0 means none is left.' }),
+            ),
+            price: Type.Optional(
+              Type.Number({
+                minimum: 1,
+                maximum: 1_000_000_000,
+                multipleOf: 0.001,
+                description: 'The new unit price, as at create: 1 to 1,000,000,000, at most 3 decimal places.',
+              }),
+            ),
+          },
+          { ...closed, description: 'Changes to one item: `quantity`, `price` or both.' },
+        ),
+        { minItems: 1, maxItems: 100 },
+      ),
+    ),
+  },
+  {
+    ...closed,
+    description:
+      'At least one of `listingDetails.discountRate`, `items[].quantity`, `items[].price`. Values equal to the ' +
+      'current ones change nothing.',
+    examples: [{ listingDetails: { discountRate: 0.6 }, items: [{ position: 0, quantity: 0 }, { position: 1, price: 9.5 }] }],
+  },
+)
+export type PatchListingInput = Static<typeof PatchListingBody>

@@ -18,7 +18,8 @@ export interface StoredListing {
 }
 
 /**
- * Where creates are stored, one per dialect: sqlite-writer.ts, postgres-writer.ts. Both bump the provider's
+ * Where creates are stored, one per dialect: sqlite-create.ts (run by the SQLite writer thread, writes/),
+ * postgres-writer.ts. Both store the listing's `listing.created` event with it, and bump the provider's
  * counter row in the create's transaction: that yields the listing's dense sequence number (recordCount stays
  * exact without COUNT(*)), a creation time that never goes backwards within a provider, and it serialises one
  * provider's creates, so a concurrent duplicate referenceId waits and then fails on the unique constraint

@@ -1,0 +1,62 @@
+import { Type, type Static } from 'typebox'
+import { exampleListingView, ListingView, Timestamp } from '../listings/schemas.js'
+import { EventTypes } from './record.js'
+
+/** The event feed's shapes (contract §11); an event is also what a webhook delivery's body is. */
+
+const closed = { additionalProperties: false } as const
+
+export const EventType = Type.Enum(EventTypes, {
+  description:
+    '`listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, ' +
+    '`listing.expired` (recorded within seconds of expiresAtUnix).',
+})
+
+export const Event = Type.Object(
+  {
+    id: Type.String({ description: 'Unique; `webhook-id` of its deliveries; `after` in the feed.', examples: ['evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9'] }),
+    type: EventType,
+    createdAt: { ...Timestamp, description: 'When the change was committed.' },
+    data: { ...ListingView, description: 'The listing right after the change; `data.version` orders one listing’s events.' },
+  },
+  closed,
+)
+export type Event = Static<typeof Event>
+
+export const exampleEvent: Event = {
+  id: 'evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9',
+  type: 'listing.updated',
+  createdAt: exampleListingView.updatedAt,
+  data: exampleListingView,
+}
+
+export const EventsQuery = Type.Object(
+  {
+    after: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'The id of the last event you have: the feed continues after it. Absent: from the oldest event kept ' +
+          '(EVENT_RETENTION_DAYS, 30 by default). An id that is not one of your events (or no longer kept) is `400`.',
+        examples: [exampleEvent.id],
+      }),
+    ),
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Events per page, 1 to 100.', examples: [20] }),
+    ),
+  },
+  closed,
+)
+export type EventsParams = Static<typeof EventsQuery> & { limit: number }
+
+export const EventsPage = Type.Object(
+  {
+    data: Type.Array(Event, { description: 'Oldest first, in the order the changes were committed.' }),
+    nextCursor: Type.Union([Type.String(), Type.Null()], {
+      description: 'The last event’s id, to pass as `after` for what comes next; null when `data` is empty (poll again later with the same `after`).',
+    }),
+  },
+  closed,
+)
+export type EventsPage = Static<typeof EventsPage>

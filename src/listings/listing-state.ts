@@ -1,0 +1,102 @@
+import type { Selectable } from 'kysely'
+import type { ListingsTable } from '../db/tables.js'
+import type { ItemColumns, ListingRecord } from './columns.js'
+import type { ListingStatuses } from './schemas.js'
+
+/*
+ * A listing as stored, in the database's own names: the listing row and its items (listings.items_record). It is
+ * what change scripts read and write, what an event keeps as its snapshot (events.snapshot), and what
+ * listing-view.ts turns into "the listing as read". This module is loaded by the SQLite writer thread: no
+ * Kysely, no pg.
+ */
+
+export type ListingStatus = (typeof ListingStatuses)[number]
+
+/** The listing row's columns a ListingState is read from (items from items_record). */
+export const STATE_COLUMN_NAMES = [
+  'id',
+  'provider_id',
+  'reference_id',
+  'version',
+  'created_at_ms',
+  'updated_at_ms',
+  'expires_at_unix',
+  'withdrawn_at_ms',
+  'expiry_recorded',
+  'type',
+  'discount_rate',
+  'is_assigned_to_driver',
+  'latitude',
+  'longitude',
+  'brand_name_ar',
+  'brand_name_en',
+  'brand_url_safe_name',
+  'brand_image_url',
+  'items_record',
+] as const satisfies ReadonlyArray<keyof ListingsTable>
+export const STATE_COLUMNS = STATE_COLUMN_NAMES.join(', ')
+
+/**
+ * The row as read (db/tables.ts says what each column holds): withdrawn_at_ms is set once, by the withdrawal;
+ * expiry_recorded is 1 once the expiry has been recorded (its version bump and event: change-scripts.ts).
+ */
+export type StateRow = Pick<Selectable<ListingsTable>, (typeof STATE_COLUMN_NAMES)[number]>
+
+export type ListingState = Omit<StateRow, 'items_record'> & { items: ItemColumns[] }
+
+export function stateFromRow({ items_record, ...row }: StateRow): ListingState {
+  // BIGINT columns come back as numbers on both drivers (connection.ts; better-sqlite3 without safeIntegers).
+  return { ...row, items: JSON.parse(items_record) as ItemColumns[] }
+}
+
+/** A listing as its create stores it: the request's record, and what the writer decided (id, times). */
+export function newListingState(
+  { items_json: _listView, ...record }: ListingRecord,
+  stored: { id: string; createdAtMs: number; expiresAtUnix: number },
+): ListingState {
+  return {
+    ...record,
+    id: stored.id,
+    version: 1,
+    created_at_ms: stored.createdAtMs,
+    updated_at_ms: stored.createdAtMs,
+    expires_at_unix: stored.expiresAtUnix,
+    withdrawn_at_ms: null,
+    expiry_recorded: 0,
+  }
+}
+
+/** Whether every item is gone: kept in listings.sold_out for pages and discovery, which read no items. */
+export function isSoldOut(items: readonly Pick<ItemColumns, 'quantity'>[]): boolean {
+  return items.every((item) => item.quantity === 0)
+}
+
+/** What decides a status: `withdrawn` wins over `expired`, which wins over `sold_out`, which wins over `active`. */
+export interface StatusFacts {
+  withdrawn: boolean
+  expiresAtUnix: number
+  soldOut: boolean
+}
+
+export function statusOf({ withdrawn, expiresAtUnix, soldOut }: StatusFacts, nowMs: number): ListingStatus {
+  if (withdrawn) return 'withdrawn'
+  if (nowMs >= expiresAtUnix * 1000) return 'expired'
+  return soldOut ? 'sold_out' : 'active'
+}
+
+/**
+ * Status, version and last change of a listing at `nowMs`. The expiry is a change (version + 1, updated at the
+ * moment of expiry) from the moment it happens, whether or not the sweeper has recorded it yet: what a reader
+ * sees, its ETag included, is the same before and after the sweeper's write, which only makes it durable and
+ * sends its event.
+ */
+export function effective(state: ListingState, nowMs: number): { status: ListingStatus; version: number; updatedAtMs: number } {
+  const status = statusOf(
+    { withdrawn: state.withdrawn_at_ms !== null, expiresAtUnix: state.expires_at_unix, soldOut: isSoldOut(state.items) },
+    nowMs,
+  )
+  if (status === 'expired' && state.expiry_recorded === 0) {
+    return { status, version: state.version + 1, updatedAtMs: state.expires_at_unix * 1000 }
+  }
+  return { status, version: state.version, updatedAtMs: state.updated_at_ms }
+}

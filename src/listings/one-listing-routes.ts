@@ -1,0 +1,222 @@
+import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import type { TSchema } from 'typebox'
+import type { Clock } from '../clock.js'
+import { invalidRequest, Problem, type ProblemDetail } from '../errors.js'
+import { ifMatchTags, parseEntityTags } from '../http/conditional.js'
+import { jsonResponse, listingEtagHeader } from '../http/openapi.js'
+import { UNSTORABLE } from '../http/validation.js'
+import { providerOf } from '../providers/authenticate.js'
+import type { Provider } from '../providers/repository.js'
+import type { ChangeOutcome, IfMatch } from './change-scripts.js'
+import type { ListingState } from './listing-state.js'
+import { listingEtag, listingView } from './listing-view.js'
+import type { ListingRepository } from './repository.js'
+import {
+  exampleListingView,
+  IfMatchHeaders,
+  ListingIdParams,
+  ListingView,
+  PatchListingBody,
+  ReferenceIdParams,
+  type PatchListingInput,
+} from './schemas.js'
+
+export interface OneListingRoutesOptions {
+  listings: ListingRepository
+  clock: Clock
+}
+
+/** The shape of every listing id (ids.ts): anything else cannot name a listing and is not looked up. */
+const LISTING_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/
+
+const notFound = (parameter: 'listingId' | 'referenceId') =>
+  new Problem('not-found', `no listing of yours has this ${parameter}`, {
+    errors: [{ parameter, detail: `no listing of yours has this ${parameter}` }],
+  })
+
+/** A 200 with the listing as read and its ETag. */
+function sendListing(reply: FastifyReply, state: ListingState, provider: Provider, nowMs: number) {
+  const view = listingView(state, provider.industry, nowMs)
+  return reply.header('etag', listingEtag(view)).send(view)
+}
+
+/**
+ * What the validator cannot say of a PATCH body alone: that it changes something, that each item entry does,
+ * and that no position is given twice. All of them at once, as validation reports.
+ */
+function patchProblems(patch: PatchListingInput): ProblemDetail[] {
+  const problems: ProblemDetail[] = []
+  if (patch.listingDetails === undefined && patch.items === undefined) {
+    problems.push({ pointer: '', detail: 'must change something: listingDetails.discountRate, items[].quantity or items[].price' })
+  }
+  const seen = new Set<number>()
+  patch.items?.forEach((item, k) => {
+    if (item.quantity === undefined && item.price === undefined) {
+      problems.push({ pointer: `/items/${k}`, detail: 'must change quantity, price or both' })
+    }
+    if (seen.has(item.position)) problems.push({ pointer: `/items/${k}/position`, detail: 'is given more than once' })
+    seen.add(item.position)
+  })
+  return problems
+}
+
+function ifMatchOf(header: string | undefined): IfMatch | null {
+  if (header === undefined) return null
+  // The validator has checked its shape (format entity-tags).
+  const parsed = parseEntityTags(header)
+  return parsed ? ifMatchTags(parsed) : null
+}
+
+/** A change's answer: the listing as read, or the problem that stopped it (nothing was written then). */
+function answer(reply: FastifyReply, outcome: ChangeOutcome, provider: Provider, nowMs: number) {
+  switch (outcome.kind) {
+    case 'not-found':
+      throw notFound('listingId')
+    case 'precondition-failed':
+      throw new Problem('precondition-failed', `If-Match does not name the current version "${outcome.version}"`, {
+        headers: { etag: `"${outcome.version}"` },
+      })
+    case 'closed':
+      throw new Problem('listing-closed', `the listing is ${outcome.status}: it can no longer change`)
+    case 'invalid':
+      throw invalidRequest(outcome.errors)
+    case 'done':
+      return sendListing(reply, outcome.listing, provider, nowMs)
+  }
+}
+
+const listingResponse = (description: string) =>
+  jsonResponse(description, ListingView, { listing: exampleListingView }, listingEtagHeader)
+
+/** Contract §10: read one listing, change it, withdraw it. */
+export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = async (app, { listings, clock }) => {
+  /** GET one listing, found by `find` from the route's one path parameter. */
+  const readRoute = (
+    url: string,
+    parameter: 'listingId' | 'referenceId',
+    schema: { operationId: string; summary: string; description: string; params: TSchema },
+    find: (providerId: string, value: string) => Promise<ListingState | undefined>,
+  ) =>
+    app.get(
+      url,
+      {
+        schema: {
+          ...schema,
+          tags: ['listings'],
+          response: { 200: listingResponse('The listing.') },
+          'x-problems': ['not-found', 'internal', 'unavailable'],
+        },
+      },
+      async (request, reply) => {
+        const provider = providerOf(request)
+        const state = await find(provider.id, (request.params as Record<string, string>)[parameter] as string)
+        if (!state) throw notFound(parameter)
+        return sendListing(reply, state, provider, clock())
+      },
+    )
+
+  readRoute(
+    '/listing/:listingId',
+    'listingId',
+    {
+      operationId: 'getListing',
+      summary: 'Read one of your listings',
+      description: 'The listing as it is now, with its version as ETag. Another provider’s listing is `404`, as an unknown id is.',
+      params: ListingIdParams,
+    },
+    async (providerId, listingId) => (LISTING_ID.test(listingId) ? listings.findById(providerId, listingId) : undefined),
+  )
+
+  readRoute(
+    '/listing/by-reference/:referenceId',
+    'referenceId',
+    {
+      operationId: 'getListingByReference',
+      summary: 'Read one of your listings by your referenceId',
+      description: 'As `GET /api/v1/listing/{listingId}`, found by the referenceId you created it with.',
+      params: ReferenceIdParams,
+    },
+    // What create refuses as a referenceId names no listing; it is not even looked up (PostgreSQL would refuse
+    // a NUL in a query parameter as an error).
+    async (providerId, referenceId) =>
+      referenceId.length >= 1 && referenceId.length <= 255 && !UNSTORABLE.test(referenceId)
+        ? listings.findStateByReference(providerId, referenceId)
+        : undefined,
+  )
+
+  app.patch(
+    '/listing/:listingId',
+    {
+      schema: {
+        operationId: 'updateListing',
+        tags: ['listings'],
+        summary: 'Change quantities, prices or the discount of a listing',
+        description:
+          'Only an `active` or `sold_out` listing changes. Items are named by `position`, their index in the ' +
+          'created order. A body whose values are all the current ones changes nothing: `200`, same version, no ' +
+          'event. Otherwise the version grows by 1 and a `listing.updated` event is recorded with the change. ' +
+          'Concurrent changes of one listing are applied one after the other, each to the version before it. ' +
+          'Checked in this order: the body (`400`), the listing (`404`), `If-Match` (`412`), its status (`409`), ' +
+          'the positions (`400`).',
+        params: ListingIdParams,
+        headers: IfMatchHeaders,
+        body: PatchListingBody,
+        response: { 200: listingResponse('The listing after the change (or unchanged), with its new ETag.') },
+        'x-problems': [
+          'invalid-request',
+          'not-found',
+          'listing-closed',
+          'precondition-failed',
+          'payload-too-large',
+          'unsupported-media-type',
+          'internal',
+          'unavailable',
+        ],
+      },
+    },
+    async (request, reply) => {
+      const provider = providerOf(request)
+      const patch = request.body as PatchListingInput
+      const problems = patchProblems(patch)
+      if (problems.length > 0) throw invalidRequest(problems)
+      const { listingId } = request.params as { listingId: string }
+      if (!LISTING_ID.test(listingId)) throw notFound('listingId')
+      const nowMs = clock()
+      const outcome = await listings.patch({ providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs, patch })
+      return answer(reply, outcome, provider, nowMs)
+    },
+  )
+
+  app.post(
+    '/listing/:listingId/withdraw',
+    {
+      schema: {
+        operationId: 'withdrawListing',
+        tags: ['listings'],
+        summary: 'Withdraw a listing',
+        description:
+          'Takes the listing down for good: its status becomes `withdrawn`, its version grows by 1 and a ' +
+          '`listing.withdrawn` event is recorded. Withdrawing it again changes nothing and answers `200` as well. ' +
+          'An expired listing cannot be withdrawn (`409`). No body (or an empty JSON object).',
+        params: ListingIdParams,
+        headers: IfMatchHeaders,
+        response: { 200: listingResponse('The withdrawn listing, with its ETag.') },
+        'x-problems': ['invalid-request', 'not-found', 'listing-closed', 'precondition-failed', 'internal', 'unavailable'],
+      },
+    },
+    async (request, reply) => {
+      const provider = providerOf(request)
+      if (request.body !== undefined && !isEmptyObject(request.body)) {
+        throw invalidRequest([{ pointer: '', detail: 'must be absent: withdraw takes no body' }])
+      }
+      const { listingId } = request.params as { listingId: string }
+      if (!LISTING_ID.test(listingId)) throw notFound('listingId')
+      const nowMs = clock()
+      const outcome = await listings.withdraw({ providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs })
+      return answer(reply, outcome, provider, nowMs)
+    },
+  )
+}
+
+const isEmptyObject = (value: unknown) =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0
