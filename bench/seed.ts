@@ -4,6 +4,7 @@
  * are what the service writes; seq is dense 1..N, one listing per millisecond, and the provider's counters
  * match. No events are written: the seeded listings are as if created before the event feed existed. The service then starts on this database as it would on a real one.
  */
+import { sql } from 'kysely'
 import type { Database } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
 import { listingId } from '../src/ids.js'
@@ -81,5 +82,8 @@ export async function seed(database: Database, count: number, onProgress?: (done
       .where('id', '=', provider.id)
       .execute()
   })
+  // This machine's PostgreSQL runs without autovacuum (STACK.md): without statistics the planner would plan
+  // the service's queries for empty tables. Any real deployment's autoanalyze has run long before 100k rows.
+  if (database.dialect === 'postgres') await sql`analyze`.execute(database.kysely)
   return { providerId: provider.id, token: provider.token.token }
 }
