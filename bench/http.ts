@@ -9,6 +9,7 @@
  *   npm run bench:http -- --mix-duration 300        (the 5-minute mixed run, memory sampled throughout)
  */
 import { spawn } from 'node:child_process'
+import http from 'node:http'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -33,7 +34,11 @@ const { values: args } = parseArgs({
     scenarios: { type: 'string' },
   },
 })
-const ALL_SCENARIOS = ['page1', 'page1-rate', 'page1-tenth', 'page1-50', 'last', 'create1', 'create100', 'create1-rate', 'create100-rate', 'mix']
+const ALL_SCENARIOS = [
+  'page1', 'page1-rate', 'page1-tenth', 'page1-50', 'last', 'create1', 'create100', 'create1-rate', 'create100-rate', 'mix',
+  // Transport (issue 16): compressed pages, a 304 to a poller, the largest page there is.
+  'page1-br', 'page1-gzip', 'page1-50-br', 'page1-50-gzip', 'page1-304', 'big', 'big-br', 'big-gzip',
+]
 const SCENARIOS = new Set(args.scenarios?.split(',') ?? ALL_SCENARIOS)
 /** A run of some scenarios only: named so in the command line it records and in its result file. */
 const SUBSET = SCENARIOS.size < ALL_SCENARIOS.length
@@ -78,6 +83,8 @@ async function measure(baseUrl: string, kinds: RequestKind[], durationS = DURATI
  */
 const TARGET_RATES = { pageOne: 4000, createOne: 1000, createHundred: 400 }
 
+const fmtBytes = (bytes: number) => (bytes >= 10_240 ? `${(bytes / 1024).toFixed(0)} KiB` : `${bytes} B`)
+
 async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer): Promise<string[] | undefined> {
   let databaseUrl: string
   let drop = async () => {}
@@ -95,9 +102,13 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
 
   const seedStarted = performance.now()
   const database = openDatabase(databaseUrl)
-  const seeded = await seed(database, LISTINGS, (done) => {
-    if (done % 100_000 === 0) console.error(`  ${dialect}: seeded ${done}`)
+  const seeded = await seed(database, LISTINGS, {
+    onProgress: (done) => {
+      if (done % 100_000 === 0) console.error(`  ${dialect}: seeded ${done}`)
+    },
   })
+  // Another provider whose page 1 at limit 50 is the largest page there is: 50 listings of 100 items (~760 KB).
+  const big = [...SCENARIOS].some((scenario) => scenario.startsWith('big')) ? await seed(database, 50, { items: 100, providerName: 'Bench Market' }) : undefined
   await database.close()
   const seedSeconds = (performance.now() - seedStarted) / 1000
   console.error(`${dialect}: seeded ${LISTINGS} listings in ${seedSeconds.toFixed(1)} s`)
@@ -148,6 +159,27 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
     ]
     return { result, note: `CPU per request: ${parts.join(', ')}` }
   }
+  /**
+   * As many requests as the service answers, with the service's CPU per request (every thread: zlib's pool
+   * compresses) and the size of one answer: what compression and 304s cost and save.
+   */
+  const saturated = async (kinds: RequestKind[]) => {
+    const [kind] = kinds as [RequestKind]
+    // node:http, not fetch: fetch asks for compression itself and decodes what it gets.
+    const sample = await new Promise<{ status: number; sent: number }>((resolve, reject) => {
+      http.get(new URL(kind.path, service.baseUrl), { headers: kind.headers }, (response) => {
+        let sent = 0
+        response.on('data', (chunk: Buffer) => (sent += chunk.length))
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, sent }))
+      }).on('error', reject)
+    })
+    await runLoad(service.baseUrl, kinds, { connections: CONNECTIONS, durationS: WARMUP_S })
+    const pid = service.child.pid as number
+    const cpuBefore = cpuSeconds(pid)
+    const result = await runLoad(service.baseUrl, kinds, { connections: CONNECTIONS, durationS: DURATION_S })
+    const perRequestMs = ((cpuSeconds(pid) - cpuBefore) * 1000) / (result.rps * DURATION_S)
+    return { result, note: `service CPU ${perRequestMs.toFixed(3)} ms/request; ${sample.status}, ${fmtBytes(sample.sent)} sent` }
+  }
   try {
     rows.push({ key: 'ceiling', scenario: 'ceiling: node:http, same bytes as page 1', result: await measure(ceiling.baseUrl, [get('/')]) })
     const page1 = get('/api/v1/listing?page=1&limit=10')
@@ -159,6 +191,25 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
     await run('page1-tenth', `page 1, limit 10, at 10% of the ceiling (${tenthOfCeiling}/s)`, () => atRate([page1], tenthOfCeiling))
     await run('page1-50', 'page 1, limit 50', () => measure(service.baseUrl, [get('/api/v1/listing?page=1&limit=50')]))
     await run('last', `last page (${lastPage}), limit 10`, () => measure(service.baseUrl, [get(`/api/v1/listing?page=${lastPage}&limit=10`)]))
+    const encoded = (kind: RequestKind, encoding: string) => ({ ...kind, headers: { ...kind.headers, 'accept-encoding': encoding } })
+    const page50 = get('/api/v1/listing?page=1&limit=50')
+    for (const encoding of ['br', 'gzip']) {
+      await run(`page1-${encoding}`, `page 1, limit 10, Accept-Encoding: ${encoding}`, () => saturated([encoded(page1, encoding)]))
+      await run(`page1-50-${encoding}`, `page 1, limit 50, Accept-Encoding: ${encoding}`, () => saturated([encoded(page50, encoding)]))
+    }
+    if (want('page1-304')) {
+      const etag = (await fetch(`${service.baseUrl}${page1.path}`, { headers: page1.headers })).headers.get('etag') as string
+      await run('page1-304', 'page 1, limit 10, If-None-Match: its ETag (304)', () =>
+        saturated([{ ...page1, headers: { ...page1.headers, 'if-none-match': etag } }]),
+      )
+    }
+    if (big) {
+      const bigPage = { ...get('/api/v1/listing?page=1&limit=50'), headers: { authorization: `Bearer ${big.token}` } }
+      await run('big', 'page 1, limit 50, 100 items each (no Accept-Encoding)', () => saturated([bigPage]))
+      for (const encoding of ['br', 'gzip']) {
+        await run(`big-${encoding}`, `page 1, limit 50, 100 items each, Accept-Encoding: ${encoding}`, () => saturated([encoded(bigPage, encoding)]))
+      }
+    }
     const oneItem = createBody(images, 1)
     const hundredItems = createBody(images, 100)
     // Fill the image cache once, as a provider's earlier creates would have.

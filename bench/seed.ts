@@ -22,7 +22,7 @@ const BATCH = 1000
 const TTL_SECONDS = 7200
 
 /** Every seeded listing is this one, under its own referenceId: three items named in Arabic and English. */
-const LISTING: CreateListingInput = {
+const LISTING = {
   referenceId: '',
   location: { latitude: 24.7136, longitude: 46.6753 },
   brand: {
@@ -43,13 +43,31 @@ const LISTING: CreateListingInput = {
     price: price as number,
     quantity: 10 + i,
   })),
+} satisfies CreateListingInput
+
+/** The listing with `count` items: its three, then numbered ones (a full page of 50 × 100 items is ~760 KB). */
+function listingWithItems(count: number): CreateListingInput {
+  const items = Array.from({ length: count }, (_, i) => {
+    const base = LISTING.items[i % LISTING.items.length] as (typeof LISTING.items)[number]
+    return i < LISTING.items.length ? base : { ...base, displayName: { ar: `${base.displayName.ar} ${i}`, en: `${base.displayName.en} ${i}` }, urlSafeName: `item-${i}` }
+  })
+  return { ...LISTING, items }
 }
 
-export async function seed(database: Database, count: number, onProgress?: (done: number) => void): Promise<Seeded> {
+export interface SeedOptions {
+  onProgress?: (done: number) => void
+  /** Items per listing (3 unless given). */
+  items?: number
+  providerName?: string
+}
+
+export async function seed(database: Database, count: number, options: SeedOptions = {}): Promise<Seeded> {
+  const { onProgress, items: itemCount = 3, providerName = 'Bench Bakery' } = options
   await migrate(database)
   const startMs = Date.now() - count // one listing per millisecond, the newest now
-  const provider = await new ProviderRepository(database).create({ name: 'Bench Bakery', industry: 'bakery' }, startMs)
-  const items = itemColumns(LISTING)
+  const provider = await new ProviderRepository(database).create({ name: providerName, industry: 'bakery' }, startMs)
+  const listing = listingWithItems(itemCount)
+  const items = itemColumns(listing)
   const itemsRecord = JSON.stringify(items)
 
   await database.kysely.transaction().execute(async (trx) => {
@@ -59,7 +77,7 @@ export async function seed(database: Database, count: number, onProgress?: (done
       for (let seq = first; seq < Math.min(first + BATCH, count + 1); seq++) {
         const createdAtMs = startMs + seq
         const id = listingId(createdAtMs, 0)
-        const input = { ...LISTING, referenceId: `seed-${seq}` }
+        const input = { ...listing, referenceId: `seed-${seq}` }
         listings.push({
           id,
           seq,
@@ -73,7 +91,9 @@ export async function seed(database: Database, count: number, onProgress?: (done
         listingItems.push(...items.map((item) => ({ listing_id: id, ...item })))
       }
       await trx.insertInto('listings').values(listings).execute()
-      await trx.insertInto('listing_items').values(listingItems).execute()
+      for (let at = 0; at < listingItems.length; at += BATCH) {
+        await trx.insertInto('listing_items').values(listingItems.slice(at, at + BATCH)).execute()
+      }
       onProgress?.(first + listings.length - 1)
     }
     await trx

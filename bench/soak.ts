@@ -58,7 +58,7 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
     ;({ url: databaseUrl, drop } = fresh)
   }
   const database = openDatabase(databaseUrl)
-  const seeded = await seed(database, LISTINGS, () => {})
+  const seeded = await seed(database, LISTINGS)
   await database.close()
   const service = await startService({ DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, seeded.token)
   const pid = service.child.pid as number

@@ -6,6 +6,7 @@ import type { Database } from './db/connection.js'
 import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js'
 import { AccessLog } from './http/access-log.js'
 import { answerClientError } from './http/client-errors.js'
+import { registerCompression } from './http/compression.js'
 import { addDrainHooks, Drain } from './http/drain.js'
 import { healthRoutes } from './http/health.js'
 import { registerJsonBody } from './http/json-body.js'
@@ -85,7 +86,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     clientErrorHandler: answerClientError,
     frameworkErrors: frameworkErrorHandler,
     // A referenceId (at most 255 characters) percent-encoded as UTF-8 takes at most 3,060 characters.
-    maxParamLength: 4096,
+    routerOptions: { maxParamLength: 4096 },
     logController: new AccessLog(),
     // Its 503 for requests reaching a closing server is not problem+json: addDrainHooks answers them instead.
     return503OnClosing: false,
@@ -108,7 +109,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   })
   addDrainHooks(app, drain)
 
-  // First, so that the document generator sees every route registered after it.
+  // Before any route: compression applies to the routes registered after it, /docs' assets included.
+  await registerCompression(app)
+  // First of the routes, so that the document generator sees every route registered after it.
   await registerOpenApi(app)
   registerMetrics(app, metrics)
   await app.register(healthRoutes, { database })

@@ -1,12 +1,14 @@
+import { resolve } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { pino, type Logger } from 'pino'
 import { buildApp } from './app.js'
 import { startBackgroundJobs, type BackgroundJobs } from './background.js'
 import { systemClock } from './clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
-import { openDatabase } from './db/connection.js'
+import { openDatabase, parseDatabaseUrl } from './db/connection.js'
 import { migrate } from './db/migrate.js'
 import { Drain } from './http/drain.js'
+import { logDestination } from './log-output.js'
 import { Metrics } from './metrics.js'
 import { ProviderRepository, type IssuedToken } from './providers/repository.js'
 import { openWrites } from './writes/writes.js'
@@ -39,6 +41,15 @@ function printDemoToken(demo: IssuedToken, baseUrl: string): void {
   )
 }
 
+/** Where the data is kept, for the ready line: a file's full path, or a database URL without its password. */
+function whereDataLives(databaseUrl: string): string {
+  const target = parseDatabaseUrl(databaseUrl)
+  if (target.dialect === 'sqlite') return target.path === ':memory:' ? 'SQLite in memory (gone when the process ends)' : `SQLite file ${resolve(target.path)}`
+  const url = new URL(target.url)
+  url.password = ''
+  return `PostgreSQL ${url.toString()}`
+}
+
 /** Loads config or exits 1 with one stderr line naming the bad variable, before anything else happens. */
 function configOrExit(): Config {
   try {
@@ -58,7 +69,8 @@ export async function serve(): Promise<void> {
   // forever: a service whose stdout reader had gone hung on SIGTERM, its event loop blocked, past the 10 s bound.
   // A broken pipe now ends logging at once (pino drops further lines). Throughput: see commit 6939894 (no
   // difference measurable above this machine's noise).
-  const logger: Logger = pino({ level: config.LOG_LEVEL }, pino.destination({ dest: 1, sync: true }))
+  // On a terminal the same lines are written for people to read (log-output.ts).
+  const logger: Logger = pino({ level: config.LOG_LEVEL }, logDestination())
   if (config.IMAGE_ALLOW_PRIVATE_NETWORKS) {
     logger.warn(
       'IMAGE_ALLOW_PRIVATE_NETWORKS=true: image URLs may reach loopback and private networks. Development and tests only.',
@@ -123,6 +135,6 @@ export async function serve(): Promise<void> {
   jobs = startBackgroundJobs({ writes, clock: systemClock, logger })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
-  // The last start-up line: everything above it (migrations, the demo banner) is done.
-  logger.info({ address }, 'ready')
+  // The last start-up line: everything above it (migrations, the demo banner) is done. It says where to go next.
+  logger.info({ address, docs: `${address}/docs`, data: whereDataLives(config.DATABASE_URL) }, 'ready')
 }

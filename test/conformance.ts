@@ -76,6 +76,11 @@ export class ResponseConformance {
     }
     const documented = operation.responses?.[String(response.status)] ?? operation.responses?.default
     this.#expect(documented !== undefined, `status ${response.status} is not documented: ${context}`)
+    if (documented.content === undefined) {
+      // A response documented without content (304) has none.
+      this.#expect(response.text === '', `a body where the document says there is none: ${context}`)
+      return
+    }
     const mediaType = (response.headers.get('content-type') ?? '').split(';')[0]?.trim() ?? ''
     const media = documented.content?.[mediaType]
     this.#expect(media !== undefined, `media type "${mediaType}" is not documented: ${context}`)

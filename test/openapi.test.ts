@@ -228,6 +228,14 @@ const provocations: Record<ProblemType, Provocation[]> = {
       send: (service, token) => service.request('POST', `/api/v1/listing/${UNKNOWN_LISTING}/withdraw`, { token, json: { reason: 'x' } }),
     },
     { route: EVENTS, send: (service, token) => service.request('GET', '/api/v1/events?limit=0', { token }) },
+    // A malformed If-None-Match on the conditional reads.
+    ...[ONE, BY_REFERENCE].map((route) => ({
+      route,
+      send: (service: TestService, token: string) => {
+        const path = route === ONE ? `/api/v1/listing/${UNKNOWN_LISTING}` : '/api/v1/listing/by-reference/x'
+        return service.request('GET', path, { token, headers: { 'if-none-match': 'garbage' } })
+      },
+    })),
   ],
   'image-unavailable': [
     { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) },
@@ -476,6 +484,11 @@ describe('GET /openapi.json and GET /docs', () => {
     const resolved = await dereference(structuredClone(document))
     for (const [route, operation] of operationsOf(resolved)) {
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
+        // Not Modified has no body, by definition (RFC 9110 §15.4.5).
+        if (status === '304') {
+          assert.equal(response.content, undefined, `${route} 304 has content`)
+          continue
+        }
         assert.ok(response.content, `${route} ${status} has no content`)
         for (const [mediaType, media] of Object.entries(response.content) as Array<[string, any]>) {
           const examples = examplesOf(media)

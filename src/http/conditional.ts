@@ -37,3 +37,16 @@ export function parseEntityTags(value: string): EntityTagList | undefined {
 export function ifMatchTags(list: EntityTagList): { any: boolean; tags: string[] } {
   return list.any ? { any: true, tags: [] } : { any: false, tags: list.tags.filter((tag) => !tag.weak).map((tag) => tag.opaque) }
 }
+
+/**
+ * Whether `If-None-Match` names the current representation, so the answer is 304 Not Modified, by weak comparison (RFC 9110 §13.1.2): `*`, or any
+ * tag whose opaque part is the ETag's, weak or not. The validator has already checked the header's shape.
+ */
+export function notModified(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false
+  const list = parseEntityTags(header)
+  if (!list) return false
+  if (list.any) return true
+  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag
+  return list.tags.some((tag) => tag.opaque === opaque)
+}

@@ -48,6 +48,18 @@ export function jsonResponse(
   return { description, content: { 'application/json': { schema, examples: named } }, ...(headers ? { headers } : {}) }
 }
 
+/**
+ * 304 to a conditional GET (contract §13): no body. Responses without content carry their headers only; the
+ * document's generator takes `type: 'null'` to mean "no content".
+ */
+export function notModifiedResponse(etag: string) {
+  return {
+    type: 'null',
+    description: 'Not modified: `If-None-Match` names the current representation. No body; the ETag is repeated.',
+    headers: { ETag: { type: 'string', description: 'The current ETag.', examples: [etag] } },
+  }
+}
+
 /** The ETag response header of a listing (contract §10), as @fastify/swagger takes a header: a JSON schema. */
 export const listingEtagHeader = {
   ETag: {

@@ -2,18 +2,19 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import type { TSchema } from 'typebox'
 import type { Clock } from '../clock.js'
 import { invalidRequest, Problem, type ProblemDetail } from '../errors.js'
-import { ifMatchTags, parseEntityTags } from '../http/conditional.js'
-import { jsonResponse, listingEtagHeader } from '../http/openapi.js'
+import { ifMatchTags, notModified, parseEntityTags } from '../http/conditional.js'
+import { jsonResponse, listingEtagHeader, notModifiedResponse } from '../http/openapi.js'
 import { UNSTORABLE } from '../http/validation.js'
 import { providerOf } from '../providers/authenticate.js'
 import type { Provider } from '../providers/repository.js'
 import type { ChangeOutcome, IfMatch } from './change-scripts.js'
-import type { ListingState } from './listing-state.js'
+import { effective, type ListingState } from './listing-state.js'
 import { listingEtag, listingView } from './listing-view.js'
 import type { ListingRepository } from './repository.js'
 import {
   exampleListingView,
   IfMatchHeaders,
+  IfNoneMatchHeaders,
   ListingIdParams,
   ListingView,
   PatchListingBody,
@@ -103,15 +104,22 @@ export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = asy
         schema: {
           ...schema,
           tags: ['listings'],
-          response: { 200: listingResponse('The listing.') },
-          'x-problems': ['not-found', 'internal', 'unavailable'],
+          headers: IfNoneMatchHeaders,
+          response: { 200: listingResponse('The listing.'), 304: notModifiedResponse('"3"') },
+          'x-problems': ['invalid-request', 'not-found', 'internal', 'unavailable'],
         },
       },
       async (request, reply) => {
         const provider = providerOf(request)
         const state = await find(provider.id, (request.params as Record<string, string>)[parameter] as string)
         if (!state) throw notFound(parameter)
-        return sendListing(reply, state, provider, clock())
+        const nowMs = clock()
+        // The same ETag for every Content-Encoding (contract §10: the version); most listings are over 1 KiB.
+        reply.header('cache-control', 'private, no-cache').header('vary', 'accept-encoding')
+        // A client polling an unchanged listing costs the lookup only: nothing is rendered.
+        const etag = listingEtag(effective(state, nowMs))
+        if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).header('etag', etag).send()
+        return sendListing(reply, state, provider, nowMs)
       },
     )
 
@@ -121,7 +129,9 @@ export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = asy
     {
       operationId: 'getListing',
       summary: 'Read one of your listings',
-      description: 'The listing as it is now, with its version as ETag. Another provider’s listing is `404`, as an unknown id is.',
+      description:
+        'The listing as it is now, with its version as ETag; send the ETag back in `If-None-Match` and an ' +
+        'unchanged listing answers `304` with no body. Another provider’s listing is `404`, as an unknown id is.',
       params: ListingIdParams,
     },
     async (providerId, listingId) => (LISTING_ID.test(listingId) ? listings.findById(providerId, listingId) : undefined),

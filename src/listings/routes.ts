@@ -1,20 +1,32 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Clock } from '../clock.js'
-import { jsonResponse } from '../http/openapi.js'
+import { COMPRESSION_THRESHOLD_BYTES, negotiatedEncoding } from '../http/compression.js'
+import { notModified } from '../http/conditional.js'
+import { jsonResponse, notModifiedResponse } from '../http/openapi.js'
 import { providerOf } from '../providers/authenticate.js'
 import { createListing, type CreateListingDeps } from './create-listing.js'
-import { pageJson } from './page-json.js'
+import { PageBodies } from './page-body.js'
 import type { ListingRepository } from './repository.js'
 import {
   CreateListingBody,
   CreateListingResponse,
   exampleCreated,
   exampleListingsPage,
+  IfNoneMatchHeaders,
   ListingsPage,
   ListListingsQuery,
   type CreateListingInput,
   type ListListingsParams,
 } from './schemas.js'
+
+const EXAMPLE_PAGE_ETAG = 'W/"0Y2hVJ3m0c7r9yVt1QeJx1LmMq9c8Vn"'
+const PAGE_ETAG = {
+  ETag: {
+    type: 'string',
+    description: 'Names this page as it is now (weak: the same for every Content-Encoding); `If-None-Match` takes it.',
+    examples: [EXAMPLE_PAGE_ETAG],
+  },
+}
 
 export interface ListingRoutesOptions {
   listings: ListingRepository
@@ -23,6 +35,8 @@ export interface ListingRoutesOptions {
 }
 
 export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (app, { listings, create, clock }) => {
+  const bodies = new PageBodies()
+
   app.post(
     '/listing/create',
     {
@@ -74,17 +88,31 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
         description:
           'Only your own listings, every status, newest first (creation time, then id, descending): pages ' +
           'never repeat or skip a listing while nothing is created. Unknown, repeated or empty query ' +
-          'parameters are refused.',
+          'parameters are refused. Each page has an ETag: send it back in `If-None-Match` and an unchanged ' +
+          'page answers `304` with no body.',
         querystring: ListListingsQuery,
-        response: { 200: jsonResponse('One page of your listings.', ListingsPage, { page: exampleListingsPage }) },
+        headers: IfNoneMatchHeaders,
+        response: {
+          200: jsonResponse('One page of your listings.', ListingsPage, { page: exampleListingsPage }, PAGE_ETAG),
+          304: notModifiedResponse(EXAMPLE_PAGE_ETAG),
+        },
         'x-problems': ['invalid-request', 'internal', 'unavailable'],
       },
     },
     async (request, reply) => {
       const provider = providerOf(request)
-      const { recordCount, listings: page } = await listings.page(provider.id, request.query as ListListingsParams)
-      // Written as text (see page-json.ts); Fastify sends a string with a JSON content type as it is.
-      return reply.type('application/json; charset=utf-8').send(pageJson(recordCount, page, provider.industry, clock()))
+      const page = await listings.page(provider.id, request.query as ListListingsParams)
+      // Written as text once per shared page and time window (page-body.ts); Fastify sends it as it is.
+      const body = bodies.body(page, provider.industry, clock())
+      reply.header('etag', body.etag).header('cache-control', 'private, no-cache')
+      const compressible = body.json.length >= COMPRESSION_THRESHOLD_BYTES
+      if (compressible) reply.header('vary', 'accept-encoding')
+      if (notModified(request.headers['if-none-match'], body.etag)) return reply.code(304).send()
+      reply.type('application/json; charset=utf-8')
+      const encoding = compressible ? negotiatedEncoding(request) : undefined
+      // Compressed once for every request sharing the page; the compression plugin leaves an encoded body alone.
+      if (encoding) return reply.header('content-encoding', encoding).send(await body.encoded(encoding))
+      return reply.send(body.json)
     },
   )
 }

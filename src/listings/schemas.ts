@@ -360,6 +360,20 @@ export const IfMatchHeaders = Type.Object({
   ),
 })
 
+/** `If-None-Match` on reads (contract §13): the ETag a client has; a match answers 304 without a body. */
+export const IfNoneMatchHeaders = Type.Object({
+  'if-none-match': Type.Optional(
+    Type.String({
+      format: 'entity-tags',
+      description:
+        'The ETag of the representation you have: when it is still the current one the answer is `304` with no ' +
+        'body (weak comparison; `*` matches anything). Format `entity-tags`: `*` or a comma-separated list of ' +
+        'entity tags.',
+      examples: ['"7"'],
+    }),
+  ),
+})
+
 export const PatchListingBody = Type.Object(
   {
     listingDetails: Type.Optional(

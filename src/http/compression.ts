@@ -1,0 +1,62 @@
+import { promisify } from 'node:util'
+import zlib from 'node:zlib'
+import compress from '@fastify/compress'
+import { negotiate } from '@fastify/accept-negotiator'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+
+/**
+ * Contract §13: responses of 1 KiB or more are compressed with br or gzip when Accept-Encoding allows, never
+ * when it does not, with Vary: Accept-Encoding. @fastify/compress does it for every route registered after it,
+ * bodies and streams alike (the /docs assets); pages served from a cache send bytes compressed once instead
+ * (listings/page-body.ts), with the same negotiation and settings as here.
+ */
+
+export const COMPRESSION_THRESHOLD_BYTES = 1024
+/** Preferred first when the client accepts both equally: brotli is ~15–25% smaller on our JSON. */
+export const ENCODINGS = ['br', 'gzip'] as const
+export type Encoding = (typeof ENCODINGS)[number]
+
+/**
+ * Quality 4, as @fastify/compress chooses for brotli: zlib's default, 11, costs ~10× the CPU for a few percent
+ * more (one page of 50 listings × 100 items took 230 ms at 11).
+ */
+const BROTLI_OPTIONS = { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } }
+
+const COMPRESSIBLE = /^(application\/(json|problem\+json|javascript)|text\/)/
+
+export async function registerCompression(app: FastifyInstance): Promise<void> {
+  await app.register(compress, {
+    encodings: [...ENCODINGS],
+    threshold: COMPRESSION_THRESHOLD_BYTES,
+    brotliOptions: BROTLI_OPTIONS,
+    // Request bodies stay as sent: a compressed body would be one more way to smuggle a large one past the
+    // 1 MiB limit, and no client needs it.
+    globalDecompression: false,
+  })
+  // The plugin adds Vary only to what it compresses. A response that could have been compressed varies by
+  // Accept-Encoding even when this request's did not allow it, or a shared cache could hand it to one that does.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    const type = String(reply.getHeader('content-type') ?? '')
+    const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0
+    if (size >= COMPRESSION_THRESHOLD_BYTES && COMPRESSIBLE.test(type) && !/accept-encoding/i.test(String(reply.getHeader('vary') ?? ''))) {
+      reply.header('vary', reply.hasHeader('vary') ? `${reply.getHeader('vary')}, accept-encoding` : 'accept-encoding')
+    }
+    done(null, payload)
+  })
+}
+
+/** The encoding @fastify/compress would choose for this request: br or gzip, or none. */
+export function negotiatedEncoding(request: FastifyRequest): Encoding | undefined {
+  const header = request.headers['accept-encoding']
+  if (header === undefined) return undefined
+  // As the plugin reads it: case-insensitive; x-gzip, and `*` (no preference), are gzip.
+  return negotiate(header.toLowerCase().replace(/\*|x-gzip/g, 'gzip'), [...ENCODINGS]) ?? undefined
+}
+
+const brotli = promisify(zlib.brotliCompress)
+const gzip = promisify(zlib.gzip)
+
+/** `bytes` compressed as the plugin would, off the event loop (zlib's thread pool). */
+export function encode(bytes: Buffer, encoding: Encoding): Promise<Buffer> {
+  return encoding === 'br' ? brotli(bytes, BROTLI_OPTIONS) : gzip(bytes)
+}

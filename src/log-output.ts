@@ -1,0 +1,38 @@
+import { pino, type DestinationStream } from 'pino'
+
+/**
+ * Where the service's log lines go. Piped or redirected (a container, systemd, a log shipper): one JSON line each,
+ * written synchronously (server.ts says why). On a terminal (someone ran `npm start`): the same lines made
+ * readable, one short line each, still synchronous (a TTY write is synchronous in Node).
+ */
+export function logDestination(stdout: NodeJS.WriteStream = process.stdout): DestinationStream {
+  if (!stdout.isTTY) return pino.destination({ dest: 1, sync: true })
+  return { write: (line: string) => void stdout.write(readable(line)) }
+}
+
+const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' }
+/** pino's own fields, shown in their places or not at all. */
+const PLACED = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'requestId', 'method', 'route', 'status', 'durationMs', 'err'])
+
+/** One pino JSON line as a line for people: time, level, message, then the other fields as key=value. */
+export function readable(line: string): string {
+  let entry: Record<string, unknown>
+  try {
+    entry = JSON.parse(line) as Record<string, unknown>
+  } catch {
+    return line
+  }
+  const time = new Date(Number(entry.time)).toTimeString().slice(0, 8)
+  const level = LEVELS[Number(entry.level)] ?? String(entry.level)
+  // The access log's line: what was asked and how it went, as a terminal user reads a request.
+  const message =
+    entry.msg === 'request' || entry.msg === 'request failed'
+      ? `${entry.method} ${entry.route ?? '(no route)'} → ${entry.status} in ${entry.durationMs} ms`
+      : String(entry.msg ?? '')
+  const fields = Object.entries(entry)
+    .filter(([key, value]) => !PLACED.has(key) && value !== undefined)
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+  const error = entry.err as { message?: string } | undefined
+  if (error?.message) fields.push(`error="${error.message}"`)
+  return `${time} ${level} ${message}${fields.length > 0 ? `  ${fields.join(' ')}` : ''}\n`
+}

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { after, before, describe, test } from 'node:test'
+import { createListingClient, ProblemError, unwrap, type ListingClient, type paths } from '../clients/typescript/index.js'
+import { clientFiles, DOCUMENT_FILE, TYPES_FILE } from '../scripts/generate-client.js'
+import { join } from 'node:path'
+import { fixtureImages, listingBody } from './fixtures.js'
+import { startService, type TestService } from './helper.js'
+import { cleanEnv, ROOT, run } from './process.js'
+
+/** A create's body as the client types it; the fixtures build one as a plain object. */
+type CreateBody = paths['/api/v1/listing/create']['post']['requestBody']['content']['application/json']
+const createBody = (items = 1) => listingBody({}, items) as CreateBody
+
+// Issue 16: a typed TypeScript client generated from /openapi.json (clients/typescript/), kept in step with the
+// service, and every operation of the document called through it against the running service.
+
+test('the client is generated from the current document: `npm run client:generate` has nothing to change', async () => {
+  const { document, types } = await clientFiles()
+  const stale = 'clients/typescript is stale: run `npm run client:generate` and commit the result'
+  assert.equal(readFileSync(DOCUMENT_FILE, 'utf8'), document, stale)
+  assert.equal(readFileSync(TYPES_FILE, 'utf8'), types, stale)
+})
+
+describe('the typed client against the running service', () => {
+  const service = {} as TestService
+  let client: ListingClient
+  /** "METHOD /path/{template}" of every call the client made. */
+  const called = new Set<string>()
+
+  before(async () => {
+    Object.assign(service, await startService('sqlite'))
+    const { token } = await service.newProvider({ industry: 'bakery' })
+    client = createListingClient({ baseUrl: service.baseUrl, token })
+    client.use({
+      onRequest({ request, schemaPath }) {
+        called.add(`${request.method} ${schemaPath}`)
+        return request
+      },
+    })
+  })
+  after(async () => {
+    await service.close?.()
+  })
+
+  test('a listing’s life, every call typed: create, list, read, change, withdraw, events', async () => {
+    const body = createBody(2)
+    const created = await unwrap(client.POST('/api/v1/listing/create', { body }))
+    assert.equal(created.success, true)
+    const listingId = created.listingId
+    const replayed = await client.POST('/api/v1/listing/create', { body })
+    assert.equal(replayed.response.status, 200)
+
+    const page = await unwrap(client.GET('/api/v1/listing', { params: { query: { page: 1, limit: 10 } } }))
+    assert.equal(page.content[0]?.id, listingId)
+    const etag = (await client.GET('/api/v1/listing', {})).response.headers.get('etag') as string
+    const unchanged = await client.GET('/api/v1/listing', { params: { header: { 'if-none-match': etag } } })
+    assert.equal(unchanged.response.status, 304)
+
+    const read = await unwrap(client.GET('/api/v1/listing/{listingId}', { params: { path: { listingId } } }))
+    assert.equal(read.version, 1)
+    assert.equal(read.brand.industry, 'bakery')
+    const byReference = await unwrap(
+      client.GET('/api/v1/listing/by-reference/{referenceId}', { params: { path: { referenceId: body.referenceId } } }),
+    )
+    assert.deepEqual(byReference, read)
+
+    const changed = await unwrap(
+      client.PATCH('/api/v1/listing/{listingId}', {
+        params: { path: { listingId }, header: { 'if-match': '"1"' } },
+        body: { listingDetails: { discountRate: 0.6 }, items: [{ position: 0, quantity: 0 }] },
+      }),
+    )
+    assert.deepEqual([changed.version, changed.listingDetails.discountRate, changed.items[0]?.quantity], [2, 0.6, 0])
+    const withdrawn = await unwrap(client.POST('/api/v1/listing/{listingId}/withdraw', { params: { path: { listingId } } }))
+    assert.equal(withdrawn.status, 'withdrawn')
+
+    const events = await unwrap(client.GET('/api/v1/events', { params: { query: { limit: 10 } } }))
+    assert.deepEqual(
+      events.data.map((event) => event.type),
+      ['listing.created', 'listing.updated', 'listing.withdrawn'],
+    )
+    const next = await unwrap(client.GET('/api/v1/events', { params: { query: { after: events.nextCursor as string } } }))
+    assert.deepEqual(next, { data: [], nextCursor: null })
+  })
+
+  test('problems are typed errors: the Problem body by status, or a ProblemError from unwrap()', async () => {
+    const invalid = await client.PATCH('/api/v1/listing/{listingId}', {
+      params: { path: { listingId: '0'.repeat(26) } },
+      body: { items: [{ position: 0, quantity: -1 }] },
+    })
+    assert.equal(invalid.response.status, 400)
+    assert.equal(invalid.error?.type, '/problems/invalid-request')
+    assert.equal(invalid.error?.errors?.[0]?.pointer, '/items/0/quantity')
+
+    const missing = unwrap(client.GET('/api/v1/listing/{listingId}', { params: { path: { listingId: '0'.repeat(26) } } }))
+    await assert.rejects(missing, (error: unknown) => {
+      assert.ok(error instanceof ProblemError)
+      assert.equal(error.status, 404)
+      assert.equal(error.problem.type, '/problems/not-found')
+      return true
+    })
+
+    const id = (await unwrap(client.POST('/api/v1/listing/create', { body: createBody() }))).listingId
+    const stale = await client.POST('/api/v1/listing/{listingId}/withdraw', { params: { path: { listingId: id }, header: { 'if-match': '"9"' } } })
+    assert.equal(stale.response.status, 412)
+    assert.equal(stale.error?.type, '/problems/precondition-failed')
+
+    const anonymous = createListingClient({ baseUrl: service.baseUrl })
+    const refused = await anonymous.GET('/api/v1/listing', {})
+    assert.equal(refused.error?.type, '/problems/unauthorized')
+  })
+
+  test('the operations without a token: probes and metrics', async () => {
+    assert.equal((await unwrap(client.GET('/healthz', {}))).status, 'ok')
+    assert.equal((await client.GET('/readyz', {})).response.status, 200)
+    const metrics = await client.GET('/metrics', { parseAs: 'text' })
+    assert.match(metrics.data ?? '', /listing_http_requests_total/)
+  })
+
+  test('the README’s TypeScript walk-through (clients/typescript/example.ts) runs as it is', async () => {
+    const { token } = await service.newProvider()
+    // As the README runs it: `npx tsx clients/typescript/example.ts`, a process of its own.
+    const example = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'clients', 'typescript', 'example.ts')], {
+      env: cleanEnv({ BASE_URL: service.baseUrl, TOKEN: token, IMAGE_URL: fixtureImages.url('/tiny.png') }),
+    })
+    assert.equal(example.code, 0, example.stderr)
+    assert.match(example.stdout, /changed: version 2 status active/)
+    assert.match(example.stdout, /refused: 412 \/problems\/precondition-failed/)
+    assert.match(example.stdout, /events: listing.created, listing.updated, listing.withdrawn/)
+  })
+
+  test('every operation of the document has been called through the client', async () => {
+    const document = JSON.parse(readFileSync(DOCUMENT_FILE, 'utf8')) as { paths: Record<string, Record<string, unknown>> }
+    const operations = Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((method) => ['get', 'post', 'patch', 'put', 'delete'].includes(method))
+        .map((method) => `${method.toUpperCase()} ${path}`),
+    )
+    const missed = operations.filter((operation) => !called.has(operation))
+    assert.deepEqual(missed, [], 'operations the client tests never call')
+  })
+})
