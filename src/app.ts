@@ -137,7 +137,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     app.addHook('onClose', () => own.close())
   }
   const listings = new ListingRepository(database, writes)
-  app.addHook('onClose', () => listings.close())
   const limiter = limiterFromSettings({
     limit: config.RATE_LIMIT_PER_MINUTE,
     redisUrl: config.REDIS_URL,

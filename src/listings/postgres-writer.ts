@@ -142,6 +142,5 @@ export function postgresListingWriter(database: Database): ListingWriter {
 
   return {
     write: (write) => batches.submit(write.providerId, write),
-    close: async () => {},
   }
 }

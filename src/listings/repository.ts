@@ -70,7 +70,7 @@ export class ListingRepository {
   ) {
     const { sqlite } = database
     if (sqlite) {
-      this.#writer = { write: (write) => writes.run('createListing', write), close: async () => {} }
+      this.#writer = { write: (write) => writes.run('createListing', write) }
       this.#unchangedPages = new SqliteReadCache(sqlite.connection)
     } else {
       this.#writer = postgresListingWriter(database)
@@ -155,9 +155,6 @@ export class ListingRepository {
     return this.writes.run('withdrawListing', args)
   }
 
-  close(): Promise<void> {
-    return this.#writer.close()
-  }
 
   /**
    * One page, newest first, in one statement (one snapshot, one round trip). Sequence numbers are dense

@@ -28,5 +28,4 @@ export interface StoredListing {
 export interface ListingWriter {
   /** Rejects with the database's error (its `code` as dialect.ts classifies errors). */
   write(write: ListingWrite): Promise<StoredListing>
-  close(): Promise<void>
 }
