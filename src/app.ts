@@ -19,6 +19,8 @@ import { ImageProber } from './images/prober.js'
 import { ListingRepository } from './listings/repository.js'
 import { EventFeed } from './events/feed.js'
 import { eventRoutes } from './events/routes.js'
+import { WebhookRepository } from './webhooks/repository.js'
+import { webhookRoutes } from './webhooks/routes.js'
 import { oneListingRoutes } from './listings/one-listing-routes.js'
 import { listingRoutes } from './listings/routes.js'
 import { Metrics } from './metrics.js'
@@ -174,6 +176,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       })
       await api.register(oneListingRoutes, { listings, clock })
       await api.register(eventRoutes, { feed: new EventFeed(database) })
+      await api.register(webhookRoutes, {
+        webhooks: new WebhookRepository(database),
+        writes,
+        clock,
+        policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
+      })
     },
     { prefix: '/api/v1' },
   )

@@ -1,12 +1,17 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from './clock.js'
+import { retryDelaysMs, type Config } from './config.js'
 import { isDatabaseUnavailable } from './db/dialect.js'
+import { PRUNE_BATCH, PRUNE_INTERVAL_MS } from './events/retention.js'
+import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import { recordExpiries, SWEEP_INTERVAL_MS } from './listings/expiry.js'
 import { Periodic } from './periodic.js'
+import { WebhookSender } from './webhooks/sender.js'
+import { DeliveryWorker } from './webhooks/worker.js'
 import type { Writes } from './writes/writes.js'
 
 export interface BackgroundJobs {
-  /** Waits for the runs in progress; nothing starts after it is called. */
+  /** Waits for the runs in progress (webhook attempts: for a while, then cut off); nothing starts after it is called. */
   stop(): Promise<void>
 }
 
@@ -14,14 +19,20 @@ export interface BackgroundDependencies {
   writes: Writes
   clock: Clock
   logger: FastifyBaseLogger
+  config: Pick<
+    Config,
+    'EVENT_RETENTION_DAYS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'
+  >
 }
 
+const DAY_MS = 24 * 3600 * 1000
+
 /**
- * The work every instance does besides answering requests: recording expiries. It runs on every instance at
- * once, safely (the scripts take their rows with SKIP LOCKED). server.ts starts it once listening and stops it
- * with the drain, before the database closes.
+ * The work every instance does besides answering requests: recording expiries, delivering webhooks and pruning
+ * old events. It runs on every instance at once, safely (the scripts take their rows with SKIP LOCKED or a
+ * lease). server.ts starts it once listening and stops it with the drain, before the database closes.
  */
-export function startBackgroundJobs({ writes, clock, logger }: BackgroundDependencies): BackgroundJobs {
+export function startBackgroundJobs({ writes, clock, logger, config }: BackgroundDependencies): BackgroundJobs {
   const onError = (job: string) => (error: unknown) => {
     // An outage is reported by requests too; the job simply tries again at its next turn.
     if (isDatabaseUnavailable(error)) logger.warn({ err: error, job }, 'background job: database unavailable')
@@ -35,6 +46,33 @@ export function startBackgroundJobs({ writes, clock, logger }: BackgroundDepende
     SWEEP_INTERVAL_MS,
     onError('expiries'),
   )
+  const retention = new Periodic(
+    async () => {
+      const beforeMs = clock() - config.EVENT_RETENTION_DAYS * DAY_MS
+      let pruned = 0
+      for (;;) {
+        const batch = await writes.run('pruneEvents', { beforeMs, limit: PRUNE_BATCH })
+        pruned += batch
+        if (batch < PRUNE_BATCH) break
+      }
+      if (pruned > 0) logger.info({ pruned }, 'events past their retention removed')
+    },
+    PRUNE_INTERVAL_MS,
+    onError('retention'),
+  )
+  const deliveries = new DeliveryWorker({
+    writes,
+    clock,
+    logger,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    retryDelaysMs: retryDelaysMs(config),
+    sender: new WebhookSender({
+      policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    }),
+  })
   expiries.start()
-  return { stop: () => expiries.stop() }
+  retention.start()
+  deliveries.start()
+  return { stop: () => Promise.all([expiries.stop(), retention.stop(), deliveries.stop()]).then(() => {}) }
 }

@@ -73,6 +73,27 @@ export const ConfigSchema = Type.Object(
         'how long an idle keep-alive connection stays open; above the 60 s idle timeout of common load ' +
         'balancers, so a balancer never reuses a connection the service is closing',
     }),
+    EVENT_RETENTION_DAYS: Type.Integer({
+      minimum: 1,
+      default: 30,
+      description: 'events (the feed) and the webhook delivery log are kept at least this many days',
+    }),
+    WEBHOOK_TIMEOUT_MS: Type.Integer({
+      minimum: 1,
+      default: 10000,
+      description: 'a webhook attempt succeeds on a `2xx` within this many milliseconds, body sent and status received',
+    }),
+    WEBHOOK_RETRY_SCHEDULE: Type.String({
+      pattern: '^\\d{1,7}(,\\d{1,7}){0,49}$',
+      default: '5,300,1800,7200,18000,36000,50400,72000,86400',
+      description:
+        'seconds to wait before each retry of a failed webhook attempt (each up to 10 % later), comma-separated; ' +
+        'after the last, the delivery has failed',
+    }),
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: Type.Boolean({
+      default: false,
+      description: '`true` lets webhooks reach loopback/private addresses (development and tests only)',
+    }),
     LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       default: 'info',
       description: 'pino level',
@@ -144,4 +165,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     )
   }
   return Object.freeze(values as Config)
+}
+
+/** WEBHOOK_RETRY_SCHEDULE as the delays it lists, in milliseconds (the schema has checked its shape). */
+export function retryDelaysMs(config: Pick<Config, 'WEBHOOK_RETRY_SCHEDULE'>): number[] {
+  return config.WEBHOOK_RETRY_SCHEDULE.split(',').map((seconds) => Number(seconds) * 1000)
 }

@@ -55,7 +55,9 @@ export const problemTypes = {
   conflict: {
     status: 409,
     title: 'Conflict',
-    description: 'The referenceId is already used by one of your listings with a different body.',
+    description:
+      'The referenceId is already used by one of your listings with a different body; or you already have the ' +
+      'most webhook endpoints a provider may have (10).',
   },
   'listing-closed': {
     status: 409,

@@ -76,6 +76,9 @@ export async function serve(): Promise<void> {
       'IMAGE_ALLOW_PRIVATE_NETWORKS=true: image URLs may reach loopback and private networks. Development and tests only.',
     )
   }
+  if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) {
+    logger.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private networks. Development and tests only.')
+  }
   const metrics = new Metrics()
   const database = openDatabase(config.DATABASE_URL, {
     onPoolError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
@@ -132,7 +135,7 @@ export async function serve(): Promise<void> {
   app = await buildApp({ config, database, logger, metrics, drain, writes })
   if (stopping) return
   const address = await app.listen({ port: config.PORT, host: config.HOST })
-  jobs = startBackgroundJobs({ writes, clock: systemClock, logger })
+  jobs = startBackgroundJobs({ writes, clock: systemClock, logger, config })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it (migrations, the demo banner) is done. It says where to go next.

@@ -85,10 +85,59 @@ export interface EventsTable {
   snapshot: string
 }
 
+export interface WebhookEndpointsTable {
+  id: string
+  provider_id: string
+  url: string
+  /** The event types it receives, one bit each (webhooks/event-mask.ts). */
+  event_mask: number
+  status: 'enabled' | 'disabled'
+  disabled_reason: string | null
+  created_at_ms: number
+  /** `whsec_…` as issued: HMAC signing needs the secret itself. */
+  secret: string
+  /** After a rotation, the secret before it, signing too until previous_secret_until_ms. */
+  previous_secret: string | null
+  previous_secret_until_ms: number | null
+  /** The first failure of the current unbroken run of failed attempts; null after a success. */
+  failing_since_ms: number | null
+}
+
+/** The deliveries still owed: one leaves the table when it succeeds or fails for good. */
+export interface WebhookDeliveriesTable {
+  /** `<endpoint_id>:<event_id>`. */
+  id: string
+  endpoint_id: string
+  event_id: string
+  provider_id: string
+  event_type: string
+  /** Attempts made (and recorded) so far. */
+  attempts: number
+  next_attempt_at_ms: number
+  /** Claimed by a worker until then; another instance may claim it again after. */
+  lease_until_ms: number | null
+  created_at_ms: number
+}
+
+export interface WebhookAttemptsTable {
+  endpoint_id: string
+  event_id: string
+  event_type: string
+  attempt: number
+  outcome: 'succeeded' | 'failed'
+  response_status: number | null
+  duration_ms: number
+  at_ms: number
+  error: string | null
+}
+
 export interface Tables {
   providers: ProvidersTable
   tokens: TokensTable
   listings: ListingsTable
   listing_items: ListingItemsTable
   events: EventsTable
+  webhook_endpoints: WebhookEndpointsTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_attempts: WebhookAttemptsTable
 }

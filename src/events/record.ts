@@ -1,6 +1,8 @@
 import { execute, queryOne, type Script, type ScriptSql } from '../db/script.js'
 import { prefixedId } from '../ids.js'
 import type { ListingState } from '../listings/listing-state.js'
+import { eventBit } from '../webhooks/event-mask.js'
+import type { EventType } from './types.js'
 
 /*
  * The outbox (contract §11): every change of a listing writes its event inside the change's own transaction,
@@ -8,8 +10,7 @@ import type { ListingState } from '../listings/listing-state.js'
  * thread: no Kysely.
  */
 
-export const EventTypes = ['listing.created', 'listing.updated', 'listing.withdrawn', 'listing.expired'] as const
-export type EventType = (typeof EventTypes)[number]
+export { EventTypes, type EventType } from './types.js'
 
 export interface NewEvent {
   type: EventType
@@ -48,6 +49,7 @@ export function* recordEvents(d: ScriptSql, providerId: string, nowMs: number, e
       'insert into events (id, provider_id, seq, type, listing_id, created_at_ms, snapshot) values (?, ?, ?, ?, ?, ?, ?)',
       [row.id, providerId, row.seq, row.type, row.listing_id, nowMs, row.snapshot],
     )
+    yield* execute(DELIVER_ONE, [row.id, row.id, row.type, nowMs, nowMs, providerId, eventBit(row.type)])
     return
   }
   yield* execute(
@@ -56,4 +58,23 @@ export function* recordEvents(d: ScriptSql, providerId: string, nowMs: number, e
      from ${d.jsonRows('e', { id: 'text', seq: 'bigint', type: 'text', listing_id: 'text', snapshot: 'text' })}`,
     [providerId, nowMs, JSON.stringify(rows)],
   )
+  yield* execute(
+    `insert into webhook_deliveries (${DELIVERY_COLUMNS})
+     select w.id || ':' || e.id, w.id, e.id, w.provider_id, e.type, 0, cast(? as bigint), cast(? as bigint)
+     from webhook_endpoints w join ${d.jsonRows('e', { id: 'text', type: 'text', bit: 'integer' })} on (w.event_mask & e.bit) <> 0
+     where w.provider_id = ? and w.status = 'enabled'`,
+    [nowMs, nowMs, JSON.stringify(rows.map((row) => ({ id: row.id, type: row.type, bit: eventBit(row.type) }))), providerId],
+  )
 }
+
+const DELIVERY_COLUMNS = 'id, endpoint_id, event_id, provider_id, event_type, attempts, next_attempt_at_ms, created_at_ms'
+
+/**
+ * The webhook deliveries an event owes (contract §11: every endpoint enabled and subscribed to its type when it
+ * commits), written with the event: a delivery can never be lost between the two. Its first attempt is due at
+ * once. For a provider without endpoints this is one probe of an empty index range.
+ */
+const DELIVER_ONE = `insert into webhook_deliveries (${DELIVERY_COLUMNS})
+  select w.id || ':' || cast(? as text), w.id, cast(? as text), w.provider_id, cast(? as text), 0, cast(? as bigint), cast(? as bigint)
+  from webhook_endpoints w
+  where w.provider_id = ? and w.status = 'enabled' and (w.event_mask & cast(? as integer)) <> 0`

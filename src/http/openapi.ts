@@ -92,6 +92,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       tags: [
         { name: 'listings', description: 'Create, read, change and withdraw your listings; page through them' },
         { name: 'events', description: 'Every change of your listings, as a feed to pull' },
+        { name: 'webhooks', description: 'Every change of your listings, pushed to your endpoints as signed webhooks' },
         { name: 'operations', description: 'Probes for load balancers and orchestrators; no token needed' },
       ],
       components: {

@@ -68,3 +68,41 @@ export function guardedConnector(policy: AddressPolicy, resolve: Resolver): buil
     )
   }
 }
+
+/** The first error of `type` along an error's chain of causes (undici wraps what the connector raised). */
+export function findCause<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) if (e instanceof type) return e
+  return undefined
+}
+
+function errorCode(error: unknown): string | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string') return code
+  }
+  return undefined
+}
+
+/**
+ * Why a request through the guarded connector got no answer, in words fit for the caller who chose the URL
+ * (image probes, webhook attempts); undefined when the error is none of the known kinds.
+ */
+export function describeConnectionError(error: unknown): string | undefined {
+  const forbidden = findCause(error, ForbiddenAddressError)
+  if (forbidden) return `${forbidden.host} is not a public address`
+  const unresolvable = findCause(error, UnresolvableHostError)
+  if (unresolvable) return `the host ${unresolvable.host} could not be resolved`
+  switch (errorCode(error)) {
+    case 'ECONNREFUSED':
+      return 'the server refused the connection'
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'the server closed the connection'
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return 'the server could not be reached'
+    case 'UND_ERR_INVALID_ARG':
+      return 'the server sent an invalid response'
+    default:
+      return undefined
+  }
+}

@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../clock.js'
 import { Problem } from '../errors.js'
 import type { AddressPolicy } from './address-policy.js'
 import type { ImageCheck, ImageRef } from './check.js'
-import { ForbiddenAddressError, guardedConnector, systemResolver, UnresolvableHostError, type Resolver } from './guarded-connector.js'
+import { describeConnectionError, findCause, ForbiddenAddressError, guardedConnector, systemResolver, type Resolver } from './guarded-connector.js'
 import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type ImageFormat } from './sniff.js'
 import { Semaphore } from './semaphore.js'
 import { TtlCache } from '../ttl-cache.js'
@@ -78,19 +78,6 @@ function contentRangeTotal(value: string | undefined): number | undefined {
 }
 
 /** The error, or one of its causes, that is an instance of `type`. */
-function findCause<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
-  for (let e = error; e instanceof Error; e = e.cause) if (e instanceof type) return e
-  return undefined
-}
-
-function errorCode(error: unknown): string | undefined {
-  for (let e = error; e instanceof Error; e = e.cause) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string') return code
-  }
-  return undefined
-}
-
 /**
  * Fetches listing images before they are stored (contract §6) and judges them by what they are: format by
  * their first bytes, size by their full length, never by headers alone. It is the service's most exposed
@@ -316,20 +303,6 @@ export class ImageProber {
     if (signal.aborted) return `no complete answer within ${this.#options.timeoutMs} ms`
     const forbidden = findCause(error, ForbiddenAddressError)
     if (forbidden) return `${forbidden.host} is not a public address; images must be on the public internet`
-    const unresolvable = findCause(error, UnresolvableHostError)
-    if (unresolvable) return `the host ${unresolvable.host} could not be resolved`
-    switch (errorCode(error)) {
-      case 'ECONNREFUSED':
-        return 'the server refused the connection'
-      case 'ECONNRESET':
-      case 'UND_ERR_SOCKET':
-        return 'the server closed the connection'
-      case 'UND_ERR_CONNECT_TIMEOUT':
-        return 'the server could not be reached'
-      case 'UND_ERR_INVALID_ARG':
-        return 'the server sent an invalid response'
-      default:
-        return 'the image could not be fetched'
-    }
+    return describeConnectionError(error) ?? 'the image could not be fetched'
   }
 }

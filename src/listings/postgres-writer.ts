@@ -5,6 +5,7 @@ import { PreparedQuery } from '../db/prepared-query.js'
 import { LISTING_ID_LAYOUT, listingIdRandomPart, prefixedId } from '../ids.js'
 import { TrailingBatches, type Settled } from '../trailing-batches.js'
 import { ITEM_COLUMN_TYPES, LISTING_COLUMN_NAMES, LISTING_COLUMN_TYPES } from './columns.js'
+import { eventBit } from '../webhooks/event-mask.js'
 import type { ListingWrite, ListingWriter, StoredListing } from './writer.js'
 
 interface BatchParams extends Record<string, unknown> {
@@ -101,6 +102,15 @@ export function postgresListingWriter(database: Database): ListingWriter {
         from counter
           join batch on true
           join listing on listing.seq = counter.base_seq + batch.ordinal
+        returning id
+      ), deliveries as (
+        -- Each event's webhook deliveries, as events/record.ts writes them for every other change.
+        insert into webhook_deliveries (id, endpoint_id, event_id, provider_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
+        select w.id || ':' || events.id, w.id, events.id, w.provider_id, 'listing.created', 0, counter.last_created_ms, counter.last_created_ms
+        from counter
+          join webhook_endpoints w on w.provider_id = counter.provider_id
+            and w.status = 'enabled' and (w.event_mask & ${sql.lit(eventBit('listing.created'))}) <> 0
+          cross join events
       )
       select listing.id, listing.expires_at_unix
       from listing

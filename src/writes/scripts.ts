@@ -1,6 +1,9 @@
 import type { Script, ScriptSql } from '../db/script.js'
 import { expireDue, patchListing, withdrawListing } from '../listings/change-scripts.js'
+import { pruneEvents } from '../events/retention.js'
 import { createListingOnSqlite } from '../listings/sqlite-create.js'
+import { claimDeliveries, recordAttempts } from '../webhooks/delivery-scripts.js'
+import { createEndpoint, deleteEndpoint, enableEndpoint, rotateSecret } from '../webhooks/endpoint-scripts.js'
 
 /**
  * Every write script the service runs (db/script.ts), by name: the SQLite writer thread receives a name and its
@@ -12,6 +15,13 @@ export const writeScripts = {
   patchListing,
   withdrawListing,
   expireDue,
+  pruneEvents,
+  createEndpoint,
+  deleteEndpoint,
+  rotateSecret,
+  enableEndpoint,
+  claimDeliveries,
+  recordAttempts,
 } satisfies Record<string, (d: ScriptSql, args: never) => Script<unknown>>
 
 export type WriteScripts = typeof writeScripts

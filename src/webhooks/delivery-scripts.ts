@@ -1,0 +1,198 @@
+import { execute, query, type Script, type ScriptSql } from '../db/script.js'
+import type { EventRow } from '../events/feed.js'
+
+/*
+ * The delivery worker's writes (worker.ts), as write scripts: claiming due deliveries and recording what their
+ * attempts came to. Loaded by the SQLite writer thread: no Kysely.
+ */
+
+export interface ClaimArgs {
+  nowMs: number
+  /** At most this many deliveries. */
+  limit: number
+  /** Claimed until then: another instance may take a delivery again only after (an attempt cut off by a crash). */
+  leaseUntilMs: number
+  /** At most this many attempts in flight per endpoint in this process, counting those already running… */
+  perEndpoint: number
+  /** …which are these, by endpoint id. */
+  running: Record<string, number>
+}
+
+/** A claimed delivery with what its attempt needs: the endpoint's URL and secrets, the event and its provider's industry. */
+export interface ClaimedDelivery extends EventRow {
+  delivery_id: string
+  endpoint_id: string
+  /** Attempts made before this one. */
+  attempts: number
+  url: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_until_ms: number | null
+  industry: string
+}
+
+/**
+ * Takes due deliveries of enabled endpoints by setting their lease. On PostgreSQL the rows are read FOR UPDATE
+ * SKIP LOCKED, so two instances claiming at once take different ones; the lease then keeps them out of every
+ * other claim until the attempt is recorded or the lease has run out. Endpoints already at their share of
+ * attempts in this process are passed over in SQL, so one slow receiver with a long queue cannot fill the claim
+ * and starve the others.
+ */
+export function* claimDeliveries(d: ScriptSql, args: ClaimArgs): Script<ClaimedDelivery[]> {
+  const saturated = Object.entries(args.running)
+    .filter(([, n]) => n >= args.perEndpoint)
+    .map(([id]) => ({ id }))
+  const candidates = yield* query<{ id: string; endpoint_id: string }>(
+    `select id, endpoint_id from webhook_deliveries
+     where next_attempt_at_ms <= ? and (lease_until_ms is null or lease_until_ms <= ?)
+       and endpoint_id in (select id from webhook_endpoints where status = 'enabled')
+       and endpoint_id not in (select s.id from ${d.jsonRows('s', { id: 'text' })})
+     order by next_attempt_at_ms limit ?${d.forUpdateSkipLocked}`,
+    [args.nowMs, args.nowMs, JSON.stringify(saturated), args.limit * 4],
+  )
+  const taken: Array<{ id: string }> = []
+  const room = new Map<string, number>()
+  for (const candidate of candidates) {
+    if (taken.length === args.limit) break
+    const left = room.get(candidate.endpoint_id) ?? args.perEndpoint - (args.running[candidate.endpoint_id] ?? 0)
+    if (left <= 0) continue
+    room.set(candidate.endpoint_id, left - 1)
+    taken.push({ id: candidate.id })
+  }
+  if (taken.length === 0) return []
+  const ids = JSON.stringify(taken)
+  yield* execute(`update webhook_deliveries set lease_until_ms = ? where id in (select c.id from ${d.jsonRows('c', { id: 'text' })})`, [
+    args.leaseUntilMs,
+    ids,
+  ])
+  return yield* query<ClaimedDelivery>(
+    `select dl.id as delivery_id, dl.endpoint_id, dl.attempts, w.url, w.secret, w.previous_secret, w.previous_secret_until_ms,
+       e.id, e.seq, e.type, e.created_at_ms, e.snapshot, p.industry
+     from webhook_deliveries dl
+       join webhook_endpoints w on w.id = dl.endpoint_id
+       join events e on e.id = dl.event_id
+       join providers p on p.id = dl.provider_id
+     where dl.id in (select c.id from ${d.jsonRows('c', { id: 'text' })})
+     order by dl.next_attempt_at_ms`,
+    [ids],
+  )
+}
+
+/** What one attempt came to, and what follows for its delivery (decided by the worker from the schedule). */
+export interface AttemptRecord {
+  deliveryId: string
+  endpointId: string
+  eventId: string
+  type: string
+  /** This attempt's number, from 1. */
+  attempt: number
+  succeeded: boolean
+  responseStatus: number | null
+  durationMs: number
+  atMs: number
+  error: string | null
+  /** When to try again; null when the delivery is done (succeeded, or failed for good). */
+  retryAtMs: number | null
+  /** The receiver answered 410 Gone: its endpoint is disabled at once. */
+  gone: boolean
+}
+
+export interface RecordArgs {
+  nowMs: number
+  records: AttemptRecord[]
+  /** An endpoint whose attempts have all failed for this long is disabled (contract §11: 5 days). */
+  disableAfterMs: number
+}
+
+/**
+ * Records attempts: the log, the deliveries (removed when done, rescheduled otherwise, the lease released) and
+ * their endpoints (the run of failures; disabled on 410 or after five days of failures). An attempt whose
+ * delivery is no longer owed — its endpoint was deleted, or another instance recorded it after our lease ran
+ * out — leaves no trace. Returns the endpoints this disabled.
+ */
+export function* recordAttempts(d: ScriptSql, { nowMs, records, disableAfterMs }: RecordArgs): Script<string[]> {
+  if (records.length === 0) return []
+  const owed = yield* query<{ id: string }>(
+    `select id from webhook_deliveries where id in (select r.id from ${d.jsonRows('r', { id: 'text' })})${d.forUpdate}`,
+    [JSON.stringify(records.map((record) => ({ id: record.deliveryId })))],
+  )
+  const stillOwed = new Set(owed.map((row) => row.id))
+  const recorded = records.filter((record) => stillOwed.has(record.deliveryId))
+  if (recorded.length === 0) return []
+
+  const done = recorded.filter((record) => record.retryAtMs === null).map((record) => ({ id: record.deliveryId }))
+  if (done.length > 0) {
+    yield* execute(`delete from webhook_deliveries where id in (select r.id from ${d.jsonRows('r', { id: 'text' })})`, [JSON.stringify(done)])
+  }
+  for (const record of recorded) {
+    if (record.retryAtMs === null) continue
+    yield* execute('update webhook_deliveries set attempts = ?, next_attempt_at_ms = ?, lease_until_ms = null where id = ?', [
+      record.attempt,
+      record.retryAtMs,
+      record.deliveryId,
+    ])
+  }
+  yield* execute(
+    `insert into webhook_attempts (endpoint_id, event_id, event_type, attempt, outcome, response_status, duration_ms, at_ms, error)
+     select a.endpoint_id, a.event_id, a.type, a.attempt, a.outcome, a.response_status, a.duration_ms, a.at_ms, a.error
+     from ${d.jsonRows('a', {
+       endpoint_id: 'text',
+       event_id: 'text',
+       type: 'text',
+       attempt: 'integer',
+       outcome: 'text',
+       response_status: 'integer',
+       duration_ms: 'integer',
+       at_ms: 'bigint',
+       error: 'text',
+     })}`,
+    [
+      JSON.stringify(
+        recorded.map((record) => ({
+          endpoint_id: record.endpointId,
+          event_id: record.eventId,
+          type: record.type,
+          attempt: record.attempt,
+          outcome: record.succeeded ? 'succeeded' : 'failed',
+          response_status: record.responseStatus,
+          duration_ms: record.durationMs,
+          at_ms: record.atMs,
+          error: record.error,
+        })),
+      ),
+    ],
+  )
+
+  // Each endpoint once, by its latest attempt here; in one order on every instance, so none waits on another.
+  const latest = new Map<string, AttemptRecord>()
+  const firstFailure = new Map<string, number>()
+  const gone = new Set<string>()
+  for (const record of recorded) {
+    latest.set(record.endpointId, record)
+    if (record.gone) gone.add(record.endpointId)
+    if (record.succeeded) firstFailure.delete(record.endpointId)
+    else if (!firstFailure.has(record.endpointId)) firstFailure.set(record.endpointId, record.atMs)
+  }
+  const disabled: string[] = []
+  for (const endpointId of [...latest.keys()].sort()) {
+    if ((latest.get(endpointId) as AttemptRecord).succeeded) {
+      yield* execute('update webhook_endpoints set failing_since_ms = null where id = ? and failing_since_ms is not null', [endpointId])
+      continue
+    }
+    const [endpoint] = yield* query<{ failing_since_ms: number }>(
+      `update webhook_endpoints set failing_since_ms = coalesce(failing_since_ms, cast(? as bigint))
+       where id = ? and status = 'enabled' returning failing_since_ms`,
+      [firstFailure.get(endpointId) as number, endpointId],
+    )
+    if (!endpoint) continue
+    const reason = gone.has(endpointId)
+      ? 'the endpoint answered 410 Gone'
+      : nowMs - Number(endpoint.failing_since_ms) >= disableAfterMs
+        ? `every attempt since ${new Date(Number(endpoint.failing_since_ms)).toISOString()} has failed`
+        : null
+    if (reason === null) continue
+    yield* execute("update webhook_endpoints set status = 'disabled', disabled_reason = ? where id = ?", [reason, endpointId])
+    disabled.push(endpointId)
+  }
+  return disabled
+}

@@ -1,0 +1,240 @@
+import type { FastifyPluginAsync } from 'fastify'
+import type { Clock } from '../clock.js'
+import { invalidRequest, Problem, type ProblemType } from '../errors.js'
+import { jsonResponse } from '../http/openapi.js'
+import { prefixedId } from '../ids.js'
+import { ipLiteral, type AddressPolicy } from '../images/address-policy.js'
+import { providerOf } from '../providers/authenticate.js'
+import type { Writes } from '../writes/writes.js'
+import { MAX_ENDPOINTS_PER_PROVIDER, type EndpointRow } from './endpoint-scripts.js'
+import { ALL_EVENTS, maskOf } from './event-mask.js'
+import { endpointView, type WebhookRepository } from './repository.js'
+import {
+  CreatedWebhookEndpoint,
+  CreateWebhookBody,
+  DeliveriesPage,
+  DeliveriesQuery,
+  exampleAttempts,
+  exampleCreatedEndpoint,
+  exampleDisabledEndpoint,
+  exampleEndpoint,
+  RotatedSecret,
+  WebhookEndpoint,
+  WebhookIdParams,
+  WebhookList,
+  type CreateWebhookInput,
+  type DeliveriesParams,
+} from './schemas.js'
+import { generateSecret } from './signature.js'
+
+export interface WebhookRoutesOptions {
+  webhooks: WebhookRepository
+  writes: Writes
+  clock: Clock
+  /** The address policy of attempts (WEBHOOK_ALLOW_PRIVATE_NETWORKS): an address literal it refuses is refused at once. */
+  policy: AddressPolicy
+}
+
+/** Contract §11: after a rotation the previous secret signs too, for this long. */
+export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000
+
+/** The shape of every endpoint id (ids.ts prefixedId): anything else names no endpoint and is not looked up. */
+const ENDPOINT_ID = /^wh_[0-9A-HJKMNP-TV-Z]{26}$/
+
+const notFound = () =>
+  new Problem('not-found', 'no webhook endpoint of yours has this id', {
+    errors: [{ parameter: 'webhookId', detail: 'no webhook endpoint of yours has this id' }],
+  })
+
+const endpointResponse = (description: string) =>
+  jsonResponse(description, WebhookEndpoint, { enabled: exampleEndpoint, disabled: exampleDisabledEndpoint })
+
+const PROBLEMS: ProblemType[] = ['invalid-request', 'not-found', 'internal', 'unavailable']
+
+/** Contract §11: a provider's webhook endpoints and their delivery log. */
+export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { webhooks, writes, clock, policy }) => {
+  /** The endpoint the path names, of the caller's; 404 otherwise. */
+  const ownEndpoint = async (providerId: string, webhookId: string): Promise<EndpointRow> => {
+    const row = ENDPOINT_ID.test(webhookId) ? await webhooks.find(providerId, webhookId) : undefined
+    if (!row) throw notFound()
+    return row
+  }
+  const found = <T>(row: T | undefined): T => {
+    if (row === undefined) throw notFound()
+    return row
+  }
+  const idOf = (params: unknown) => (params as { webhookId: string }).webhookId
+
+  app.post(
+    '/webhooks',
+    {
+      schema: {
+        operationId: 'createWebhook',
+        tags: ['webhooks'],
+        summary: 'Add a webhook endpoint',
+        description:
+          'Every event of the chosen types committed from now on is POSTed to `url`, signed as the Standard ' +
+          'Webhooks specification says (`webhook-id`, `webhook-timestamp`, `webhook-signature`); its body is the ' +
+          'event as the feed shows it. Any `2xx` within WEBHOOK_TIMEOUT_MS is success; redirects are not followed; ' +
+          '`410` disables the endpoint; anything else is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, ' +
+          `20 h and 24 h (WEBHOOK_RETRY_SCHEDULE). At most ${MAX_ENDPOINTS_PER_PROVIDER} endpoints per provider. ` +
+          'The answer holds the signing secret, shown only here (and at rotation).',
+        body: CreateWebhookBody,
+        response: {
+          201: jsonResponse('The endpoint, enabled, with its signing secret.', CreatedWebhookEndpoint, { created: exampleCreatedEndpoint }),
+        },
+        'x-problems': ['invalid-request', 'conflict', 'payload-too-large', 'unsupported-media-type', 'internal', 'unavailable'],
+      },
+    },
+    async (request, reply) => {
+      const provider = providerOf(request)
+      const input = request.body as CreateWebhookInput
+      const literal = ipLiteral(new URL(input.url).hostname)
+      if (literal !== undefined && !policy(literal)) {
+        throw invalidRequest([{ pointer: '/url', detail: `${literal} is not a public address: webhooks are sent to the public internet only` }])
+      }
+      const nowMs = clock()
+      const secret = generateSecret()
+      const created = await writes.run('createEndpoint', {
+        providerId: provider.id,
+        id: prefixedId('wh', nowMs),
+        url: input.url,
+        eventMask: input.events === undefined ? ALL_EVENTS : maskOf(input.events),
+        secret,
+        nowMs,
+      })
+      if (created === 'limit') {
+        throw new Problem('conflict', `you already have ${MAX_ENDPOINTS_PER_PROVIDER} webhook endpoints, the most a provider may have; delete one first`)
+      }
+      return reply.code(201).send({ ...endpointView(created), secret })
+    },
+  )
+
+  app.get(
+    '/webhooks',
+    {
+      schema: {
+        operationId: 'listWebhooks',
+        tags: ['webhooks'],
+        summary: 'Your webhook endpoints',
+        description: 'Every endpoint you have, oldest first, without secrets.',
+        response: { 200: jsonResponse('Your endpoints.', WebhookList, { endpoints: { data: [exampleEndpoint] } }) },
+        'x-problems': ['internal', 'unavailable'],
+      },
+    },
+    async (request) => ({ data: (await webhooks.list(providerOf(request).id)).map(endpointView) }),
+  )
+
+  app.get(
+    '/webhooks/:webhookId',
+    {
+      schema: {
+        operationId: 'getWebhook',
+        tags: ['webhooks'],
+        summary: 'One webhook endpoint',
+        description: 'With its `status` and, when disabled, why. Another provider’s endpoint is `404`, as an unknown id is.',
+        params: WebhookIdParams,
+        response: { 200: endpointResponse('The endpoint.') },
+        'x-problems': PROBLEMS,
+      },
+    },
+    async (request) => endpointView(await ownEndpoint(providerOf(request).id, idOf(request.params))),
+  )
+
+  app.delete(
+    '/webhooks/:webhookId',
+    {
+      schema: {
+        operationId: 'deleteWebhook',
+        tags: ['webhooks'],
+        summary: 'Delete a webhook endpoint',
+        description: 'No attempt starts for it afterwards; what it was still owed and its delivery log go with it.',
+        params: WebhookIdParams,
+        response: { 204: { type: 'null', description: 'Deleted.' } },
+        'x-problems': PROBLEMS,
+      },
+    },
+    async (request, reply) => {
+      const webhookId = idOf(request.params)
+      const deleted = ENDPOINT_ID.test(webhookId) && (await writes.run('deleteEndpoint', { providerId: providerOf(request).id, endpointId: webhookId }))
+      if (!deleted) throw notFound()
+      return reply.code(204).send()
+    },
+  )
+
+  app.post(
+    '/webhooks/:webhookId/rotate-secret',
+    {
+      schema: {
+        operationId: 'rotateWebhookSecret',
+        tags: ['webhooks'],
+        summary: 'Replace the signing secret',
+        description:
+          'A new secret, shown only here. For 24 hours deliveries carry two signatures, by the new secret and by ' +
+          'the one it replaces, so receivers can switch without missing a delivery. No body.',
+        params: WebhookIdParams,
+        response: { 200: jsonResponse('The new secret.', RotatedSecret, { rotated: { secret: exampleCreatedEndpoint.secret } }) },
+        'x-problems': PROBLEMS,
+      },
+    },
+    async (request) => {
+      const webhookId = idOf(request.params)
+      if (!ENDPOINT_ID.test(webhookId)) throw notFound()
+      const secret = generateSecret()
+      found(
+        await writes.run('rotateSecret', {
+          providerId: providerOf(request).id,
+          endpointId: webhookId,
+          secret,
+          previousUntilMs: clock() + ROTATION_OVERLAP_MS,
+        }),
+      )
+      return { secret }
+    },
+  )
+
+  app.post(
+    '/webhooks/:webhookId/enable',
+    {
+      schema: {
+        operationId: 'enableWebhook',
+        tags: ['webhooks'],
+        summary: 'Enable a disabled webhook endpoint',
+        description:
+          'Events committed from now on are sent to it again, and the deliveries it was still owed are attempted ' +
+          'when due. Enabling an enabled endpoint changes nothing. No body.',
+        params: WebhookIdParams,
+        response: { 200: jsonResponse('The endpoint, enabled.', WebhookEndpoint, { enabled: exampleEndpoint }) },
+        'x-problems': PROBLEMS,
+      },
+    },
+    async (request) => {
+      const webhookId = idOf(request.params)
+      if (!ENDPOINT_ID.test(webhookId)) throw notFound()
+      return endpointView(found(await writes.run('enableEndpoint', { providerId: providerOf(request).id, endpointId: webhookId })))
+    },
+  )
+
+  app.get(
+    '/webhooks/:webhookId/deliveries',
+    {
+      schema: {
+        operationId: 'listWebhookDeliveries',
+        tags: ['webhooks'],
+        summary: 'The delivery log of a webhook endpoint',
+        description:
+          'Newest first: each attempt made, and for each delivery still owed its next attempt (`pending`). Kept ' +
+          'EVENT_RETENTION_DAYS (30 by default).',
+        params: WebhookIdParams,
+        querystring: DeliveriesQuery,
+        response: { 200: jsonResponse('The log.', DeliveriesPage, { log: { data: exampleAttempts } }) },
+        'x-problems': PROBLEMS,
+      },
+    },
+    async (request) => {
+      const endpoint = await ownEndpoint(providerOf(request).id, idOf(request.params))
+      const { limit } = request.query as DeliveriesParams
+      return { data: await webhooks.deliveries(endpoint.id, limit) }
+    },
+  )
+}

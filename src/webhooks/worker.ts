@@ -1,0 +1,176 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { Clock } from '../clock.js'
+import { eventOf } from '../events/feed.js'
+import { Periodic } from '../periodic.js'
+import { TrailingBatches } from '../trailing-batches.js'
+import type { Writes } from '../writes/writes.js'
+import type { AttemptRecord, ClaimedDelivery } from './delivery-scripts.js'
+import type { WebhookSender } from './sender.js'
+import { signatureHeader } from './signature.js'
+
+export interface DeliveryWorkerOptions {
+  writes: Writes
+  clock: Clock
+  sender: WebhookSender
+  /** WEBHOOK_TIMEOUT_MS: also sets how long a claim holds a delivery. */
+  timeoutMs: number
+  /** WEBHOOK_RETRY_SCHEDULE in milliseconds: the wait before each retry. */
+  retryDelaysMs: readonly number[]
+  logger: FastifyBaseLogger
+  /** Attempts in flight in this process at most. */
+  maxInFlight?: number
+  /** Attempts in flight to one endpoint in this process at most. */
+  perEndpoint?: number
+  /** How often to look for due deliveries when there were none. */
+  pollMs?: number
+  /** [0, 1): the jitter of retries (tests pin it). */
+  random?: () => number
+}
+
+/** Contract §11: an endpoint with only failures for 5 days is disabled. */
+export const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000
+
+/**
+ * A claim holds a delivery for WEBHOOK_TIMEOUT_MS and this much more: room for recording the outcome. Cut off by
+ * a crash, the attempt is made again once this runs out, and the poll finds it: within the contract's
+ * WEBHOOK_TIMEOUT_MS + 30 s.
+ */
+const LEASE_MARGIN_MS = 15_000
+
+/** Deliveries one claim takes at most. */
+const CLAIM_BATCH = 100
+
+/** How long stop() lets attempts in flight finish before cutting them off (within the drain's 10 s). */
+const DRAIN_GRACE_MS = 6000
+
+/**
+ * Delivers webhook events (contract §11); every instance runs one. It claims due deliveries (a lease in the
+ * database: delivery-scripts.ts), POSTs each signed event through the guarded sender, and records outcomes in
+ * batches, rescheduling failures after each delay of the schedule, up to 10 % later. Due times live in the
+ * database, not in timers, so nothing is lost across restarts; the worker only polls. No Fastify here but the
+ * logger's type; server.ts starts it once listening and stops it with the drain.
+ */
+export class DeliveryWorker {
+  readonly #options: Required<Omit<DeliveryWorkerOptions, 'random'>> & { random: () => number }
+  readonly #periodic: Periodic
+  readonly #recorder: TrailingBatches<AttemptRecord, void>
+  readonly #inFlight = new Set<Promise<void>>()
+  /** Attempts in flight per endpoint. */
+  readonly #running: Record<string, number> = {}
+  readonly #cancel = new AbortController()
+  #stopping = false
+
+  constructor(options: DeliveryWorkerOptions) {
+    this.#options = { maxInFlight: 64, perEndpoint: 8, pollMs: 250, random: Math.random, ...options }
+    const { logger, writes, clock } = this.#options
+    this.#periodic = new Periodic(
+      () => this.#claimAndStart(),
+      this.#options.pollMs,
+      (error) => logger.warn({ err: error }, 'webhook deliveries could not be claimed; trying again'),
+    )
+    // Outcomes that finish together are recorded by one transaction.
+    this.#recorder = new TrailingBatches(
+      async (records) => {
+        const disabled = await writes.run('recordAttempts', { nowMs: clock(), records, disableAfterMs: DISABLE_AFTER_MS })
+        for (const endpointId of disabled) logger.warn({ endpointId }, 'webhook endpoint disabled')
+        return records.map(() => ({ ok: true, value: undefined }))
+      },
+      { maxBatch: 500 },
+    )
+  }
+
+  start(): void {
+    this.#periodic.start()
+  }
+
+  /** Looks for due deliveries now (tests; a commit in this process could, too). */
+  wake(): void {
+    this.#periodic.wake()
+  }
+
+  /**
+   * Claims nothing more, lets the attempts in flight finish for a while, then cuts the rest off: their outcome
+   * is unknown, so they are not recorded, and their leases let another instance (or this one after a restart)
+   * make them again. Resolves once every outcome known is recorded.
+   */
+  async stop(graceMs = DRAIN_GRACE_MS): Promise<void> {
+    this.#stopping = true
+    await this.#periodic.stop()
+    const cutOff = setTimeout(() => this.#cancel.abort(), graceMs)
+    await Promise.all(this.#inFlight)
+    clearTimeout(cutOff)
+    await this.#options.sender.close()
+  }
+
+  async #claimAndStart(): Promise<void> {
+    const { writes, clock, maxInFlight, perEndpoint, timeoutMs } = this.#options
+    while (!this.#stopping) {
+      const limit = Math.min(maxInFlight - this.#inFlight.size, CLAIM_BATCH)
+      if (limit <= 0) return // an attempt that ends wakes the next turn
+      const nowMs = clock()
+      const claimed = await writes.run('claimDeliveries', {
+        nowMs,
+        limit,
+        leaseUntilMs: nowMs + timeoutMs + LEASE_MARGIN_MS,
+        perEndpoint,
+        running: { ...this.#running },
+      })
+      for (const delivery of claimed) this.#start(delivery)
+      if (claimed.length < limit) return
+    }
+  }
+
+  #start(delivery: ClaimedDelivery): void {
+    const endpointId = delivery.endpoint_id
+    this.#running[endpointId] = (this.#running[endpointId] ?? 0) + 1
+    const attempt: Promise<void> = this.#attempt(delivery)
+      .catch((error: unknown) => this.#options.logger.warn({ err: error, endpointId }, 'webhook attempt could not be recorded'))
+      .finally(() => {
+        this.#inFlight.delete(attempt)
+        if (--(this.#running[endpointId] as number) === 0) delete this.#running[endpointId]
+        if (!this.#stopping) this.#periodic.wake()
+      })
+    this.#inFlight.add(attempt)
+  }
+
+  async #attempt(delivery: ClaimedDelivery): Promise<void> {
+    const { clock, sender, retryDelaysMs, random, logger } = this.#options
+    const body = JSON.stringify(eventOf(delivery, delivery.industry))
+    const atMs = clock()
+    const timestamp = Math.floor(atMs / 1000)
+    const secrets = [delivery.secret]
+    if (delivery.previous_secret !== null && Number(delivery.previous_secret_until_ms) > atMs) secrets.push(delivery.previous_secret)
+    const result = await sender.send(
+      delivery.url,
+      {
+        'content-type': 'application/json',
+        'user-agent': 'listing-service-webhooks',
+        'webhook-id': delivery.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, body),
+      },
+      body,
+      this.#cancel.signal,
+    )
+    if (result.cancelled) return
+    const attempt = delivery.attempts + 1
+    const delay = retryDelaysMs[attempt - 1]
+    const retryAtMs = result.succeeded || delay === undefined ? null : clock() + Math.round(delay * (1 + 0.1 * random()))
+    // No URL and no secret: the log says which delivery, and how it went.
+    logger.debug({ endpointId: delivery.endpoint_id, eventId: delivery.id, attempt, status: result.responseStatus, error: result.error }, 'webhook attempt')
+    await this.#recorder.submit('outcomes', {
+      deliveryId: delivery.delivery_id,
+      endpointId: delivery.endpoint_id,
+      eventId: delivery.id,
+      type: delivery.type,
+      attempt,
+      succeeded: result.succeeded,
+      responseStatus: result.responseStatus,
+      durationMs: result.durationMs,
+      atMs,
+      error: result.error,
+      retryAtMs,
+      gone: result.responseStatus === 410,
+    })
+  }
+}
