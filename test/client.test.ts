@@ -84,6 +84,24 @@ describe('the typed client against the running service', () => {
     assert.deepEqual(next, { data: [], nextCursor: null })
   })
 
+  test('webhook endpoints, every call typed: create, list, read, rotate, enable, deliveries, delete', async () => {
+    const created = await unwrap(client.POST('/api/v1/webhooks', { body: { url: 'https://pos.example.com/hooks', events: ['listing.withdrawn'] } }))
+    assert.match(created.secret, /^whsec_/)
+    const webhookId = created.id
+    const path = { params: { path: { webhookId } } }
+    assert.deepEqual((await unwrap(client.GET('/api/v1/webhooks', {}))).data.map((endpoint) => endpoint.id), [webhookId])
+    const read = await unwrap(client.GET('/api/v1/webhooks/{webhookId}', path))
+    assert.deepEqual([read.events, read.status, read.disabledReason], [['listing.withdrawn'], 'enabled', null])
+    const rotated = await unwrap(client.POST('/api/v1/webhooks/{webhookId}/rotate-secret', path))
+    assert.notEqual(rotated.secret, created.secret)
+    assert.equal((await unwrap(client.POST('/api/v1/webhooks/{webhookId}/enable', path))).status, 'enabled')
+    const log = await unwrap(client.GET('/api/v1/webhooks/{webhookId}/deliveries', { params: { path: { webhookId }, query: { limit: 5 } } }))
+    assert.deepEqual(log.data, [])
+    assert.equal((await client.DELETE('/api/v1/webhooks/{webhookId}', path)).response.status, 204)
+    const gone = await client.GET('/api/v1/webhooks/{webhookId}', path)
+    assert.equal(gone.error?.type, '/problems/not-found')
+  })
+
   test('problems are typed errors: the Problem body by status, or a ProblemError from unwrap()', async () => {
     const invalid = await client.PATCH('/api/v1/listing/{listingId}', {
       params: { path: { listingId: '0'.repeat(26) } },

@@ -25,6 +25,23 @@ const BY_REFERENCE = 'GET /api/v1/listing/by-reference/{referenceId}'
 const PATCH = 'PATCH /api/v1/listing/{listingId}'
 const WITHDRAW = 'POST /api/v1/listing/{listingId}/withdraw'
 const EVENTS = 'GET /api/v1/events'
+const WEBHOOK_CREATE = 'POST /api/v1/webhooks'
+const WEBHOOK_LIST = 'GET /api/v1/webhooks'
+const WEBHOOK_ONE = 'GET /api/v1/webhooks/{webhookId}'
+const WEBHOOK_DELETE = 'DELETE /api/v1/webhooks/{webhookId}'
+const WEBHOOK_ROTATE = 'POST /api/v1/webhooks/{webhookId}/rotate-secret'
+const WEBHOOK_ENABLE = 'POST /api/v1/webhooks/{webhookId}/enable'
+const WEBHOOK_DELIVERIES = 'GET /api/v1/webhooks/{webhookId}/deliveries'
+/** The webhook routes that name an endpoint, each as its method and a path to one (`:id`). */
+const WEBHOOK_ROUTES_OF_ONE: Array<[route: string, method: string, path: string]> = [
+  [WEBHOOK_ONE, 'GET', '/api/v1/webhooks/:id'],
+  [WEBHOOK_DELETE, 'DELETE', '/api/v1/webhooks/:id'],
+  [WEBHOOK_ROTATE, 'POST', '/api/v1/webhooks/:id/rotate-secret'],
+  [WEBHOOK_ENABLE, 'POST', '/api/v1/webhooks/:id/enable'],
+  [WEBHOOK_DELIVERIES, 'GET', '/api/v1/webhooks/:id/deliveries'],
+]
+const UNKNOWN_WEBHOOK = `wh_${'0'.repeat(26)}`
+const WEBHOOK_BODY = { url: 'https://pos.example.com/hooks/listings' }
 const READY = 'GET /readyz'
 const METRICS = 'GET /metrics'
 const ONE_MIB = 1024 * 1024
@@ -136,6 +153,17 @@ async function aListing(service: TestService, token: string): Promise<{ id: stri
 
 const UNKNOWN_LISTING = '0'.repeat(26)
 
+/** A webhook endpoint of the provider with `token`: its id. */
+async function anEndpoint(service: TestService, token: string): Promise<string> {
+  const created = await service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY })
+  assert.equal(created.status, 201, created.text)
+  return created.body.id
+}
+
+/** A request to a webhook route of one endpoint. */
+const toEndpoint = (service: TestService, token: string | undefined, method: string, path: string, id: string) =>
+  service.request(method, path.replace(':id', id), { token })
+
 /**
  * The routes every request of which needs a token: a request each, by `token` (none: no Authorization header),
  * that a provider with a listing may send. Their 401 and 429 provocations are made from it.
@@ -149,6 +177,14 @@ const authenticated: Record<string, (service: TestService, token: string | undef
     service.request('PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`, { token, json: { items: [{ position: 0, quantity: 1 }] } }),
   [WITHDRAW]: (service, token) => service.request('POST', `/api/v1/listing/${UNKNOWN_LISTING}/withdraw`, { token }),
   [EVENTS]: (service, token) => service.request('GET', '/api/v1/events', { token }),
+  [WEBHOOK_CREATE]: (service, token) => service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY }),
+  [WEBHOOK_LIST]: (service, token) => service.request('GET', '/api/v1/webhooks', { token }),
+  ...Object.fromEntries(
+    WEBHOOK_ROUTES_OF_ONE.map(([route, method, path]) => [
+      route,
+      (service: TestService, token: string | undefined) => toEndpoint(service, token, method, path, UNKNOWN_WEBHOOK),
+    ]),
+  ),
 }
 
 /** Without a token: 401 from every authenticated route. */
@@ -200,11 +236,14 @@ function whileWriteLocked(route: string, send: (service: TestService, token: str
 async function realParameters(service: TestService, token: string): Promise<Record<string, string>> {
   const { id, referenceId } = await aListing(service, token)
   const events = await service.request('GET', '/api/v1/events', { token })
-  return { listingId: id, referenceId, after: events.body.data[0].id }
+  return { listingId: id, referenceId, after: events.body.data[0].id, webhookId: await anEndpoint(service, token) }
 }
 
 /** The listing the 500 provocations of one-listing routes made before renaming a column it needs. */
 let listingOfRenamed = { id: '', referenceId: '' }
+
+/** The endpoint the 500 provocations of webhook routes made before renaming a column they need. */
+let endpointOfRenamed = ''
 
 /** A table every create writes: without it a create fails with an unexpected error. */
 const dropItems = (service: TestService) => sql`drop table listing_items`.execute(service.database.kysely).then(() => {})
@@ -228,6 +267,12 @@ const provocations: Record<ProblemType, Provocation[]> = {
       send: (service, token) => service.request('POST', `/api/v1/listing/${UNKNOWN_LISTING}/withdraw`, { token, json: { reason: 'x' } }),
     },
     { route: EVENTS, send: (service, token) => service.request('GET', '/api/v1/events?limit=0', { token }) },
+    { route: WEBHOOK_CREATE, send: (service, token) => service.request('POST', '/api/v1/webhooks', { token, json: { url: 'ftp://x' } }) },
+    // An id longer than any endpoint's.
+    ...WEBHOOK_ROUTES_OF_ONE.map(([route, method, path]) => ({
+      route,
+      send: (service: TestService, token: string) => toEndpoint(service, token, method, path, `wh_${'0'.repeat(100)}`),
+    })),
     // A malformed If-None-Match on the conditional reads.
     ...[ONE, BY_REFERENCE].map((route) => ({
       route,
@@ -243,7 +288,10 @@ const provocations: Record<ProblemType, Provocation[]> = {
   unauthorized: unauthorizedEverywhere(),
   // No route answers it until marketplaces, the other kind of client, exist.
   forbidden: [],
-  'not-found': [ONE, PATCH, WITHDRAW, BY_REFERENCE].map((route) => ({ route, send: (service, token) => authenticated[route]!(service, token) })),
+  'not-found': [ONE, PATCH, WITHDRAW, BY_REFERENCE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) => ({
+    route,
+    send: (service, token) => authenticated[route]!(service, token),
+  })),
   // Answered by the connection before any route (test/hostile.test.ts provokes them).
   'request-timeout': [],
   'request-headers-too-large': [],
@@ -254,6 +302,13 @@ const provocations: Record<ProblemType, Provocation[]> = {
         const first = listingBody()
         assert.equal((await service.create(token, first)).status, 201)
         return service.create(token, { ...first, location: { latitude: 0, longitude: 0 } })
+      },
+    },
+    {
+      route: WEBHOOK_CREATE,
+      async send(service, token) {
+        for (let i = 0; i < 10; i++) await anEndpoint(service, token)
+        return service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY })
       },
     },
   ],
@@ -298,6 +353,7 @@ const provocations: Record<ProblemType, Provocation[]> = {
   'payload-too-large': [
     [CREATE, 'POST', '/api/v1/listing/create'],
     [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
+    [WEBHOOK_CREATE, 'POST', '/api/v1/webhooks'],
   ].map(([route, method, path]) => ({
     route: route as string,
     send: (service, token) =>
@@ -313,6 +369,7 @@ const provocations: Record<ProblemType, Provocation[]> = {
   'unsupported-media-type': [
     [CREATE, 'POST', '/api/v1/listing/create'],
     [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
+    [WEBHOOK_CREATE, 'POST', '/api/v1/webhooks'],
   ].map(([route, method, path]) => ({
     route: route as string,
     send: (service, token) =>
@@ -357,6 +414,22 @@ const provocations: Record<ProblemType, Provocation[]> = {
       },
       send: (service, token) => service.request('GET', '/api/v1/events', { token }),
     },
+    ...[WEBHOOK_CREATE, WEBHOOK_LIST].map((route) => ({
+      route,
+      prepare: renameColumn('webhook_endpoints', 'url'),
+      send: (service: TestService, token: string) => authenticated[route]!(service, token),
+    })),
+    // Each reads or returns the endpoint's url; a delete removes its log, whose table loses a column here.
+    ...WEBHOOK_ROUTES_OF_ONE.map(
+      ([route, method, path]): Provocation => ({
+        route,
+        async prepare(service, token) {
+          endpointOfRenamed = await anEndpoint(service, token)
+          await (route === WEBHOOK_DELETE ? renameColumn('webhook_attempts', 'endpoint_id') : renameColumn('webhook_endpoints', 'url'))(service)
+        },
+        send: (service, token) => toEndpoint(service, token, method, path, endpointOfRenamed),
+      }),
+    ),
   ],
   unavailable: [
     // A create's first step, the referenceId lookup, is a read on the request's connection (its write would wait
@@ -366,6 +439,11 @@ const provocations: Record<ProblemType, Provocation[]> = {
     whileLockedOut(ONE, (service, token) => service.request('GET', `/api/v1/listing/${UNKNOWN_LISTING}`, { token })),
     whileLockedOut(BY_REFERENCE, (service, token) => service.request('GET', '/api/v1/listing/by-reference/x', { token })),
     whileLockedOut(EVENTS, (service, token) => service.request('GET', '/api/v1/events', { token })),
+    whileLockedOut(WEBHOOK_LIST, (service, token) => service.request('GET', '/api/v1/webhooks', { token })),
+    // Reads fail at once; writes (create, delete, rotate, enable) wait busy_timeout on the writer thread first.
+    ...[WEBHOOK_CREATE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) =>
+      whileLockedOut(route, (service, token) => authenticated[route]!(service, token)),
+    ),
     whileWriteLocked(PATCH, (service, token, id) =>
       service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } }),
     ),
@@ -470,7 +548,12 @@ describe('GET /openapi.json and GET /docs', () => {
       for (const [name, body] of bodies.length > 0 ? bodies : [['no body', undefined] as const]) {
         const response = await acceptingImages.request(method, `${path}${search}`, { token, json: body, headers })
         const context = `${route}${search} (${name}): ${response.status} ${response.text.slice(0, 500)}`
-        assert.ok([200, 201].includes(response.status), context)
+        assert.ok([200, 201, 204].includes(response.status), context)
+        if (response.status === 204) {
+          assert.ok(operation.responses[204], `the document does not describe ${context}`)
+          assert.equal(response.text, '', context)
+          continue
+        }
         // JSON for the API; the Prometheus text of /metrics is text/plain.
         const mediaType = response.headers.get('content-type')?.split(';')[0] ?? ''
         const media = operation.responses[response.status]?.content?.[mediaType]
@@ -484,8 +567,8 @@ describe('GET /openapi.json and GET /docs', () => {
     const resolved = await dereference(structuredClone(document))
     for (const [route, operation] of operationsOf(resolved)) {
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
-        // Not Modified has no body, by definition (RFC 9110 §15.4.5).
-        if (status === '304') {
+        // Not Modified and No Content have no body, by definition (RFC 9110 §15.4.5, §15.3.5).
+        if (status === '304' || status === '204') {
           assert.equal(response.content, undefined, `${route} 304 has content`)
           continue
         }

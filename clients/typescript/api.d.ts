@@ -185,6 +185,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your webhook endpoints
+         * @description Every endpoint you have, oldest first, without secrets.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Add a webhook endpoint
+         * @description Every event of the chosen types committed from now on is POSTed to `url`, signed as the Standard Webhooks specification says (`webhook-id`, `webhook-timestamp`, `webhook-signature`); its body is the event as the feed shows it. Any `2xx` within WEBHOOK_TIMEOUT_MS is success; redirects are not followed; `410` disables the endpoint; anything else is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (WEBHOOK_RETRY_SCHEDULE). At most 10 endpoints per provider. The answer holds the signing secret, shown only here (and at rotation).
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One webhook endpoint
+         * @description With its `status` and, when disabled, why. Another provider’s endpoint is `404`, as an unknown id is.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description No attempt starts for it afterwards; what it was still owed and its delivery log go with it.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace the signing secret
+         * @description A new secret, shown only here. For 24 hours deliveries carry two signatures, by the new secret and by the one it replaces, so receivers can switch without missing a delivery. No body.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhookId}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable a disabled webhook endpoint
+         * @description Events committed from now on are sent to it again, and the deliveries it was still owed are attempted when due. Enabling an enabled endpoint changes nothing. No body.
+         */
+        post: operations["enableWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The delivery log of a webhook endpoint
+         * @description Newest first: each attempt made, and for each delivery still owed its next attempt (`pending`). Kept EVENT_RETENTION_DAYS (30 by default).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -556,7 +664,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/conflict`: The referenceId is already used by one of your listings with a different body. */
+            /** @description `/problems/conflict`: The referenceId is already used by one of your listings with a different body; or you already have the most webhook endpoints a provider may have (10). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1750,6 +1858,887 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your endpoints. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Oldest first. */
+                        data: {
+                            /**
+                             * @description Names the endpoint in the routes below.
+                             * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                             */
+                            id: string;
+                            url: string;
+                            /** @description The event types it receives. */
+                            events: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
+                            /**
+                             * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
+                             * @enum {unknown}
+                             */
+                            status: "enabled" | "disabled";
+                            /** @description Why it is disabled; null while enabled. */
+                            disabledReason: string | null;
+                            /**
+                             * @description UTC, to the millisecond (RFC 3339).
+                             * @example 2026-11-22T10:00:00.123Z
+                             */
+                            createdAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://pos.example.com/hooks/listings",
+                 *       "events": [
+                 *         "listing.created",
+                 *         "listing.updated"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: http-url
+                     * @description Where events are POSTed. Format `http-url`: an absolute http or https URL without a user name or password. An address literal that is not public (loopback, private, link-local…) is refused here; a host name is resolved and checked at every attempt, and an attempt to a non-public address fails without contacting it.
+                     */
+                    url: string;
+                    /** @description The event types to receive. Absent: every type. */
+                    events?: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint, enabled, with its signing secret. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Names the endpoint in the routes below.
+                         * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                         */
+                        id: string;
+                        url: string;
+                        /** @description The event types it receives. */
+                        events: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
+                        /**
+                         * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
+                         * @enum {unknown}
+                         */
+                        status: "enabled" | "disabled";
+                        /** @description Why it is disabled; null while enabled. */
+                        disabledReason: string | null;
+                        /**
+                         * @description UTC, to the millisecond (RFC 3339).
+                         * @example 2026-11-22T10:00:00.123Z
+                         */
+                        createdAt: string;
+                        /**
+                         * @description The signing secret, shown only here: `whsec_` and the base64 of 32 random bytes, as the Standard Webhooks libraries take it.
+                         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3RkMvEgXyT0=
+                         */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/conflict`: The referenceId is already used by one of your listings with a different body; or you already have the most webhook endpoints a provider may have (10). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/payload-too-large`: The request body is over 1 MiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8). */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id its create answered with.
+                 * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Names the endpoint in the routes below.
+                         * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                         */
+                        id: string;
+                        url: string;
+                        /** @description The event types it receives. */
+                        events: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
+                        /**
+                         * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
+                         * @enum {unknown}
+                         */
+                        status: "enabled" | "disabled";
+                        /** @description Why it is disabled; null while enabled. */
+                        disabledReason: string | null;
+                        /**
+                         * @description UTC, to the millisecond (RFC 3339).
+                         * @example 2026-11-22T10:00:00.123Z
+                         */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id its create answered with.
+                 * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id its create answered with.
+                 * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description The signing secret, shown only here: `whsec_` and the base64 of 32 random bytes, as the Standard Webhooks libraries take it.
+                         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3RkMvEgXyT0=
+                         */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    enableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id its create answered with.
+                 * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint, enabled. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Names the endpoint in the routes below.
+                         * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                         */
+                        id: string;
+                        url: string;
+                        /** @description The event types it receives. */
+                        events: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
+                        /**
+                         * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
+                         * @enum {unknown}
+                         */
+                        status: "enabled" | "disabled";
+                        /** @description Why it is disabled; null while enabled. */
+                        disabledReason: string | null;
+                        /**
+                         * @description UTC, to the millisecond (RFC 3339).
+                         * @example 2026-11-22T10:00:00.123Z
+                         */
+                        createdAt: string;
+                    };
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Entries, 1 to 100.
+                 * @example 20
+                 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The id its create answered with.
+                 * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The log. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Newest first. */
+                        data: {
+                            eventId: string;
+                            /**
+                             * @description `listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, `listing.expired` (recorded within seconds of expiresAtUnix).
+                             * @enum {unknown}
+                             */
+                            type: "listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired";
+                            /** @description The attempt’s number for this event, from 1. */
+                            attempt: number;
+                            /**
+                             * @description `succeeded` or `failed` for an attempt made; `pending` for the next attempt of a delivery still owed (`at` is when it is due).
+                             * @enum {unknown}
+                             */
+                            outcome: "succeeded" | "failed" | "pending";
+                            /** @description The receiver’s status; null without an answer. */
+                            responseStatus: number | null;
+                            /** @description Null for `pending`. */
+                            durationMs: number | null;
+                            /**
+                             * @description When the attempt started (for `pending`: when it is due).
+                             * @example 2026-11-22T10:00:00.123Z
+                             */
+                            at: string;
+                            /** @description Why it failed; null otherwise. */
+                            error: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
