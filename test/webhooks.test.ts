@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { describeEachDialect, type TestService } from './helper.js'
+import { assertProblem } from './http-support.js'
+
+// Contract §11: a provider's webhook endpoints (deliveries: webhook-delivery.test.ts).
+
+const SECRET_SHAPE = /^whsec_[A-Za-z0-9+/]+={0,2}$/
+const ID_SHAPE = /^wh_[0-9A-HJKMNP-TV-Z]{26}$/
+const ALL_TYPES = ['listing.created', 'listing.updated', 'listing.withdrawn', 'listing.expired']
+
+const createEndpoint = (service: TestService, token: string, body: unknown) => service.request('POST', '/api/v1/webhooks', { token, json: body })
+
+/** The pointers (or parameters) a 400 names. */
+function namedIn(response: { status: number; text: string; body: any }): string[] {
+  assertProblem(response as never, 400, 'invalid-request')
+  return response.body.errors.map((error: { pointer?: string; parameter?: string }) => error.pointer ?? error.parameter)
+}
+
+await describeEachDialect('webhook endpoints', (service) => {
+  test('create: 201 with id, url, events, enabled, createdAt and a secret of 32 random bytes shown only then', async () => {
+    const { token } = await service.newProvider()
+    const created = await createEndpoint(service, token, { url: 'https://pos.example.com/hooks?shop=7', events: ['listing.updated', 'listing.created'] })
+    assert.equal(created.status, 201, created.text)
+    const { secret, ...endpoint } = created.body
+    assert.match(endpoint.id, ID_SHAPE)
+    assert.deepEqual(endpoint, {
+      id: endpoint.id,
+      url: 'https://pos.example.com/hooks?shop=7',
+      // In the order of the event types, whatever order they were asked for.
+      events: ['listing.created', 'listing.updated'],
+      status: 'enabled',
+      disabledReason: null,
+      createdAt: new Date(service.clock()).toISOString(),
+    })
+    assert.match(secret, SECRET_SHAPE)
+    assert.equal(Buffer.from(secret.slice('whsec_'.length), 'base64').length, 32)
+
+    const read = await service.request('GET', `/api/v1/webhooks/${endpoint.id}`, { token })
+    assert.deepEqual(read.body, endpoint)
+    const listed = await service.request('GET', '/api/v1/webhooks', { token })
+    assert.deepEqual(listed.body, { data: [endpoint] })
+    assert.ok(!read.text.includes(secret) && !listed.text.includes(secret))
+
+    const second = await createEndpoint(service, token, { url: 'http://hooks.example.net/all' })
+    assert.deepEqual([second.status, second.body.events], [201, ALL_TYPES])
+    assert.notEqual(second.body.secret, secret)
+  })
+
+  test('create refuses a bad body, naming every bad field; nothing is created', async () => {
+    const { token } = await service.newProvider()
+    const cases: Array<[body: unknown, named: string[]]> = [
+      [{}, ['/url']],
+      [{ url: 'ftp://example.com/x' }, ['/url']],
+      [{ url: 'https://user:pw@example.com/x' }, ['/url']],
+      [{ url: '/relative' }, ['/url']],
+      [{ url: `https://example.com/${'x'.repeat(2048)}` }, ['/url']],
+      [{ url: 42 }, ['/url']],
+      [{ url: 'https://example.com', events: [] }, ['/events']],
+      [{ url: 'https://example.com', events: ['listing.sold'] }, ['/events/0']],
+      [{ url: 'https://example.com', events: ['listing.created', 'listing.created'] }, ['/events']],
+      [{ url: 'https://example.com', events: 'listing.created' }, ['/events']],
+      [{ url: 'https://example.com', secret: 'mine' }, ['/secret']],
+      [{ url: 'nope', events: [1], extra: true }, ['/url', '/events/0', '/extra']],
+    ]
+    for (const [body, named] of cases) {
+      const response = await createEndpoint(service, token, body)
+      assert.deepEqual(namedIn(response).sort(), [...named].sort(), JSON.stringify(body))
+    }
+    assert.deepEqual((await service.request('GET', '/api/v1/webhooks', { token })).body, { data: [] })
+  })
+
+  test('an address literal the image policy forbids is refused as /url; a host name is accepted (checked at each attempt)', async () => {
+    const { token } = await service.newProvider()
+    for (const host of ['127.0.0.1', '10.0.0.7', '169.254.169.254', '[::1]', '[::ffff:127.0.0.1]', '0.0.0.0', '100.64.0.1', '2130706433']) {
+      const response = await createEndpoint(service, token, { url: `http://${host}/hooks` })
+      assert.deepEqual(namedIn(response), ['/url'], host)
+    }
+    assert.equal((await createEndpoint(service, token, { url: 'http://localhost:9/hooks' })).status, 201)
+  })
+
+  test('another provider’s endpoint is 404 on every route, as unknown and malformed ids are', async () => {
+    const owner = await service.newProvider()
+    const other = await service.newProvider()
+    const { id } = (await createEndpoint(service, owner.token, { url: 'https://example.com/h' })).body
+    for (const webhookId of [id, `wh_${'0'.repeat(26)}`, 'nope', 'wh_%00', encodeURIComponent('wh_é')]) {
+      for (const [method, suffix] of [['GET', ''], ['DELETE', ''], ['POST', '/rotate-secret'], ['POST', '/enable'], ['GET', '/deliveries']]) {
+        const response = await service.request(method as string, `/api/v1/webhooks/${webhookId}${suffix}`, { token: other.token })
+        assertProblem(response, 404, 'not-found')
+      }
+    }
+    assert.deepEqual((await service.request('GET', '/api/v1/webhooks', { token: other.token })).body, { data: [] })
+    assert.equal((await service.request('GET', `/api/v1/webhooks/${id}`, { token: owner.token })).status, 200)
+  })
+
+  test('delete: 204, then 404; rotate: a new secret each time; enable on an enabled endpoint changes nothing', async () => {
+    const { token } = await service.newProvider()
+    const created = (await createEndpoint(service, token, { url: 'https://example.com/h' })).body
+    const first = await service.request('POST', `/api/v1/webhooks/${created.id}/rotate-secret`, { token })
+    assert.equal(first.status, 200, first.text)
+    assert.deepEqual(Object.keys(first.body), ['secret'])
+    assert.match(first.body.secret, SECRET_SHAPE)
+    const second = await service.request('POST', `/api/v1/webhooks/${created.id}/rotate-secret`, { token })
+    assert.ok(new Set([created.secret, first.body.secret, second.body.secret]).size === 3)
+    const enabled = await service.request('POST', `/api/v1/webhooks/${created.id}/enable`, { token })
+    const { secret: _, ...view } = created
+    assert.deepEqual(enabled.body, view)
+
+    const deleted = await service.request('DELETE', `/api/v1/webhooks/${created.id}`, { token })
+    assert.equal(deleted.status, 204)
+    assert.equal(deleted.text, '')
+    assertProblem(await service.request('GET', `/api/v1/webhooks/${created.id}`, { token }), 404, 'not-found')
+    assertProblem(await service.request('DELETE', `/api/v1/webhooks/${created.id}`, { token }), 404, 'not-found')
+  })
+
+  test('at most 10 per provider, also when 15 creates race: the rest are 409; a delete makes room', async () => {
+    const { token } = await service.newProvider()
+    const answers = await Promise.all(Array.from({ length: 15 }, (_, i) => createEndpoint(service, token, { url: `https://example.com/${i}` })))
+    assert.deepEqual(
+      answers.map((answer) => answer.status).sort(),
+      [...Array(10).fill(201), ...Array(5).fill(409)],
+    )
+    for (const refused of answers.filter((answer) => answer.status === 409)) assertProblem(refused, 409, 'conflict')
+    const listed = (await service.request('GET', '/api/v1/webhooks', { token })).body.data
+    assert.equal(listed.length, 10)
+    await service.request('DELETE', `/api/v1/webhooks/${listed[0].id}`, { token })
+    assert.equal((await createEndpoint(service, token, { url: 'https://example.com/again' })).status, 201)
+    // Another provider has its own ten.
+    assert.equal((await createEndpoint(service, (await service.newProvider()).token, { url: 'https://example.com/x' })).status, 201)
+  })
+
+  test('the delivery log’s limit is strict, as every query parameter is', async () => {
+    const { token } = await service.newProvider()
+    const { id } = (await createEndpoint(service, token, { url: 'https://example.com/h' })).body
+    for (const query of ['limit=0', 'limit=101', 'limit=x', 'limit=', 'limit=1&limit=2', 'after=1']) {
+      const response = await service.request('GET', `/api/v1/webhooks/${id}/deliveries?${query}`, { token })
+      assert.equal(namedIn(response).length, 1, query)
+    }
+    assert.deepEqual((await service.request('GET', `/api/v1/webhooks/${id}/deliveries?limit=100`, { token })).body, { data: [] })
+  })
+})
+
+await describeEachDialect(
+  'webhook endpoints with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true',
+  (service) => {
+    test('loopback and private literals are accepted (development and tests)', async () => {
+      const { token } = await service.newProvider()
+      for (const host of ['127.0.0.1:8080', '10.0.0.7', '[::1]']) {
+        assert.equal((await createEndpoint(service, token, { url: `http://${host}/hooks` })).status, 201, host)
+      }
+    })
+  },
+  { env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } },
+)
