@@ -368,6 +368,37 @@ const patchBody: fc.Arbitrary<Body> = fc.oneof(
   },
 )
 
+// ---- webhook endpoint bodies (contract §11) ----------------------------------------------------------------------
+
+/** A valid endpoint body; its URL names hosts only (never contacted: no worker runs in the fuzz service). */
+const validEndpoint: fc.Arbitrary<Node> = fc
+  .record({
+    url: fc.constantFrom('https://pos.example.com/hooks', 'http://hooks.example.net:8080/a?b=c', 'https://xn--mgbh0fb.example/ح'),
+    events: fc.option(fc.uniqueArray(fc.constantFrom('listing.created', 'listing.updated', 'listing.withdrawn', 'listing.expired'), { minLength: 1 }), {
+      nil: undefined,
+    }),
+  })
+  .map(({ url, events }) => toNode(events === undefined ? { url } : { url, events }))
+
+const endpointBody: fc.Arbitrary<Body> = fc.oneof(
+  { weight: 2, arbitrary: validEndpoint.map((tree) => ({ kind: 'tree' as const, tree, mutations: 0 })) },
+  {
+    weight: 8,
+    arbitrary: fc.tuple(validEndpoint, fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([tree, changes]) => ({
+      kind: 'tree' as const,
+      tree: changes.reduce(apply, tree),
+      mutations: changes.length,
+    })),
+  },
+  { weight: 1, arbitrary: anyJson.map((tree) => ({ kind: 'tree' as const, tree, mutations: 1 })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('', 'null', '{}', '[]', '{"url":null}', '{"url":"http://127.0.0.1/"}', '{"url":"http://[::1]/"}', '{"__proto__":{"polluted":1}}')
+      .map((text) => ({ kind: 'bytes' as const, bytes: Buffer.from(text) })),
+  },
+)
+
 type IfMatchCase = { kind: 'none' } | { kind: 'current' } | { kind: 'stale' } | { kind: 'any' } | { kind: 'raw'; value: string }
 const ifMatch: fc.Arbitrary<IfMatchCase> = fc.oneof(
   { weight: 6, arbitrary: fc.constant({ kind: 'none' as const }) },
@@ -626,6 +657,40 @@ for (const dialect of await testDialects()) {
         settings,
       )
       assert.equal(await countListings(service), count)
+    })
+
+    test(`webhooks: ${runs} random and mutated endpoint bodies; never a 5xx, pointers resolve, only a 201 creates one`, async () => {
+      let created = 0
+      await fc.assert(
+        fc.asyncProperty(endpointBody, contentType, async (sent, type) => {
+          const bytes = sent.kind === 'tree' ? Buffer.from(serialize(sent.tree)) : sent.bytes
+          const view = bytes.length > BODY_LIMIT ? { ok: false as const } : parsed(bytes)
+          const headers: Record<string, string> = { authorization: `Bearer ${provider.token}`, 'content-length': String(bytes.length) }
+          if (type !== '') headers['content-type'] = type
+          const response = await send(service.baseUrl, 'POST', '/api/v1/webhooks', headers, bytes)
+          const context = `${bytes.toString('utf8').slice(0, 200)} (${type}) → ${response.status} ${response.text.slice(0, 300)}`
+          assertNoPollution()
+          const listed = await get('/api/v1/webhooks')
+          if (response.status === 201) {
+            created += 1
+            assert.ok(view.ok, context)
+            assert.match(response.body.secret, /^whsec_/, context)
+            assert.deepEqual(listed.body.data.map((one: { id: string }) => one.id), [response.body.id], context)
+            const deleted = await send(service.baseUrl, 'DELETE', `/api/v1/webhooks/${response.body.id}`, { authorization: `Bearer ${provider.token}` })
+            assert.equal(deleted.status, 204, context)
+            return
+          }
+          assert.deepEqual(listed.body.data, [], context)
+          const problem = assertIsProblem(response)
+          if (response.status !== 400 || !view.ok) return
+          for (const error of problem.errors ?? []) {
+            const misfit = pointerMisfit(error.pointer, view.value)
+            assert.equal(misfit, undefined, `${misfit}: ${context}`)
+          }
+        }),
+        settings,
+      )
+      if (runs >= 200) assert.ok(created >= runs / 20, `only ${created} of ${runs} cases created an endpoint`)
     })
 
     test('afterwards: no key reached Object.prototype, and valid requests still behave', async () => {
