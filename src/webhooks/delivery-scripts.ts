@@ -12,10 +12,12 @@ export interface ClaimArgs {
   limit: number
   /** Claimed until then: another instance may take a delivery again only after (an attempt cut off by a crash). */
   leaseUntilMs: number
-  /** At most this many attempts in flight per endpoint in this process, counting those already running… */
+  /** At most this many attempts in flight per endpoint in this process (one while it is failing), counting… */
   perEndpoint: number
-  /** …which are these, by endpoint id. */
+  /** …those already running, by endpoint id. */
   running: Record<string, number>
+  /** Endpoints not to take deliveries of this time (failed a moment ago in this process). */
+  resting: string[]
 }
 
 /** A claimed delivery with what its attempt needs: the endpoint's URL and secrets, the event and its provider's industry. */
@@ -35,13 +37,17 @@ export interface ClaimedDelivery extends EventRow {
  * Takes due deliveries of enabled endpoints by setting their lease. On PostgreSQL the rows are read FOR UPDATE
  * SKIP LOCKED, so two instances claiming at once take different ones; the lease then keeps them out of every
  * other claim until the attempt is recorded or the lease has run out. Endpoints already at their share of
- * attempts in this process are passed over in SQL, so one slow receiver with a long queue cannot fill the claim
- * and starve the others.
+ * attempts in this process, or resting, are passed over in SQL, so one slow receiver with a long queue cannot
+ * fill the claim and starve the others. An endpoint that is failing (its last attempt failed) gets one attempt
+ * at a time: a receiver that is down is probed, not flooded, and its queue costs the database little.
  */
-export function* claimDeliveries(d: ScriptSql, args: ClaimArgs): Script<ClaimedDelivery[]> {
-  const saturated = Object.entries(args.running)
-    .filter(([, n]) => n >= args.perEndpoint)
-    .map(([id]) => ({ id }))
+export function* claimDeliveries(d: ScriptSql, args: ClaimArgs): Script<Claim> {
+  const saturated = [
+    ...Object.entries(args.running)
+      .filter(([, n]) => n >= args.perEndpoint)
+      .map(([id]) => id),
+    ...args.resting,
+  ].map((id) => ({ id }))
   const candidates = yield* query<{ id: string; endpoint_id: string }>(
     `select id, endpoint_id from webhook_deliveries
      where next_attempt_at_ms <= ? and (lease_until_ms is null or lease_until_ms <= ?)
@@ -50,22 +56,33 @@ export function* claimDeliveries(d: ScriptSql, args: ClaimArgs): Script<ClaimedD
      order by next_attempt_at_ms limit ?${d.forUpdateSkipLocked}`,
     [args.nowMs, args.nowMs, JSON.stringify(saturated), args.limit * 4],
   )
+  if (candidates.length === 0) return NOTHING_DUE
+  const endpointIds = JSON.stringify([...new Set(candidates.map((candidate) => candidate.endpoint_id))].map((id) => ({ id })))
+  const failing = new Set(
+    (yield* query<{ id: string }>(
+      `select id from webhook_endpoints where failing_since_ms is not null and id in (select f.id from ${d.jsonRows('f', { id: 'text' })})`,
+      [endpointIds],
+    )).map((row) => row.id),
+  )
   const taken: Array<{ id: string }> = []
   const room = new Map<string, number>()
   for (const candidate of candidates) {
     if (taken.length === args.limit) break
-    const left = room.get(candidate.endpoint_id) ?? args.perEndpoint - (args.running[candidate.endpoint_id] ?? 0)
+    const cap = failing.has(candidate.endpoint_id) ? 1 : args.perEndpoint
+    const left = room.get(candidate.endpoint_id) ?? cap - (args.running[candidate.endpoint_id] ?? 0)
     if (left <= 0) continue
     room.set(candidate.endpoint_id, left - 1)
     taken.push({ id: candidate.id })
   }
-  if (taken.length === 0) return []
+  // More is due than this claim took: what the caps passed over, or what the candidates' limit left out.
+  const more = candidates.length > taken.length || candidates.length === args.limit * 4
+  if (taken.length === 0) return { deliveries: [], more }
   const ids = JSON.stringify(taken)
   yield* execute(`update webhook_deliveries set lease_until_ms = ? where id in (select c.id from ${d.jsonRows('c', { id: 'text' })})`, [
     args.leaseUntilMs,
     ids,
   ])
-  return yield* query<ClaimedDelivery>(
+  const deliveries = yield* query<ClaimedDelivery>(
     `select dl.id as delivery_id, dl.endpoint_id, dl.attempts, w.url, w.secret, w.previous_secret, w.previous_secret_until_ms,
        e.id, e.seq, e.type, e.created_at_ms, e.snapshot, p.industry
      from webhook_deliveries dl
@@ -76,7 +93,16 @@ export function* claimDeliveries(d: ScriptSql, args: ClaimArgs): Script<ClaimedD
      order by dl.next_attempt_at_ms`,
     [ids],
   )
+  return { deliveries, more }
 }
+
+export interface Claim {
+  deliveries: ClaimedDelivery[]
+  /** Whether more was due than was claimed. */
+  more: boolean
+}
+
+const NOTHING_DUE: Claim = { deliveries: [], more: false }
 
 /** What one attempt came to, and what follows for its delivery (decided by the worker from the schedule). */
 export interface AttemptRecord {

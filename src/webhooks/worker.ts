@@ -44,6 +44,19 @@ const CLAIM_BATCH = 100
 const DRAIN_GRACE_MS = 6000
 
 /**
+ * After a failed attempt, this process leaves the endpoint alone this long (real time): a receiver that refuses
+ * at once is then tried at most a few times a second, not as fast as the database can record failures. Short
+ * enough to keep a retry within the contract's 10 % of its delay.
+ */
+const REST_AFTER_FAILURE_MS = 200
+
+/**
+ * While more is due than was claimed, attempts that end within this long of each other free their slots for
+ * one claim, not one claim each (each claim is a write transaction).
+ */
+const CLAIM_COALESCE_MS = 10
+
+/**
  * Delivers webhook events (contract §11); every instance runs one. It claims due deliveries (a lease in the
  * database: delivery-scripts.ts), POSTs each signed event through the guarded sender, and records outcomes in
  * batches, rescheduling failures after each delay of the schedule, up to 10 % later. Due times live in the
@@ -57,11 +70,17 @@ export class DeliveryWorker {
   readonly #inFlight = new Set<Promise<void>>()
   /** Attempts in flight per endpoint. */
   readonly #running: Record<string, number> = {}
-  readonly #cancel = new AbortController()
+  /** Endpoints resting after a failure, until then (performance.now()). */
+  readonly #resting = new Map<string, number>()
+  /** One per attempt in flight: stop() aborts what is left of them. */
+  readonly #cancels = new Set<AbortController>()
   #stopping = false
+  /** The last claim left due deliveries behind. */
+  #backlogged = false
+  #claimSoon?: NodeJS.Timeout
 
   constructor(options: DeliveryWorkerOptions) {
-    this.#options = { maxInFlight: 64, perEndpoint: 8, pollMs: 250, random: Math.random, ...options }
+    this.#options = { maxInFlight: 128, perEndpoint: 32, pollMs: 250, random: Math.random, ...options }
     const { logger, writes, clock } = this.#options
     this.#periodic = new Periodic(
       () => this.#claimAndStart(),
@@ -95,8 +114,11 @@ export class DeliveryWorker {
    */
   async stop(graceMs = DRAIN_GRACE_MS): Promise<void> {
     this.#stopping = true
+    clearTimeout(this.#claimSoon)
     await this.#periodic.stop()
-    const cutOff = setTimeout(() => this.#cancel.abort(), graceMs)
+    const cutOff = setTimeout(() => {
+      for (const cancel of this.#cancels) cancel.abort()
+    }, graceMs)
     await Promise.all(this.#inFlight)
     clearTimeout(cutOff)
     await this.#options.sender.close()
@@ -108,15 +130,20 @@ export class DeliveryWorker {
       const limit = Math.min(maxInFlight - this.#inFlight.size, CLAIM_BATCH)
       if (limit <= 0) return // an attempt that ends wakes the next turn
       const nowMs = clock()
-      const claimed = await writes.run('claimDeliveries', {
+      const now = performance.now()
+      for (const [endpointId, until] of this.#resting) if (until <= now) this.#resting.delete(endpointId)
+      const { deliveries, more } = await writes.run('claimDeliveries', {
         nowMs,
         limit,
         leaseUntilMs: nowMs + timeoutMs + LEASE_MARGIN_MS,
         perEndpoint,
         running: { ...this.#running },
+        resting: [...this.#resting.keys()],
       })
-      for (const delivery of claimed) this.#start(delivery)
-      if (claimed.length < limit) return
+      for (const delivery of deliveries) this.#start(delivery)
+      this.#backlogged = more
+      // What is left is for endpoints at their share: their attempts ending will call the next claim.
+      if (!more || deliveries.length < limit) return
     }
   }
 
@@ -128,7 +155,10 @@ export class DeliveryWorker {
       .finally(() => {
         this.#inFlight.delete(attempt)
         if (--(this.#running[endpointId] as number) === 0) delete this.#running[endpointId]
-        if (!this.#stopping) this.#periodic.wake()
+        if (this.#backlogged && !this.#stopping) this.#claimSoon ??= setTimeout(() => {
+          this.#claimSoon = undefined
+          this.#periodic.wake()
+        }, CLAIM_COALESCE_MS)
       })
     this.#inFlight.add(attempt)
   }
@@ -140,19 +170,18 @@ export class DeliveryWorker {
     const timestamp = Math.floor(atMs / 1000)
     const secrets = [delivery.secret]
     if (delivery.previous_secret !== null && Number(delivery.previous_secret_until_ms) > atMs) secrets.push(delivery.previous_secret)
-    const result = await sender.send(
-      delivery.url,
-      {
-        'content-type': 'application/json',
-        'user-agent': 'listing-service-webhooks',
-        'webhook-id': delivery.id,
-        'webhook-timestamp': String(timestamp),
-        'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, body),
-      },
-      body,
-      this.#cancel.signal,
-    )
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'listing-service-webhooks',
+      'webhook-id': delivery.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, body),
+    }
+    const cancel = new AbortController()
+    this.#cancels.add(cancel)
+    const result = await sender.send(delivery.url, headers, body, cancel.signal).finally(() => this.#cancels.delete(cancel))
     if (result.cancelled) return
+    if (!result.succeeded) this.#resting.set(delivery.endpoint_id, performance.now() + REST_AFTER_FAILURE_MS)
     const attempt = delivery.attempts + 1
     const delay = retryDelaysMs[attempt - 1]
     const retryAtMs = result.succeeded || delay === undefined ? null : clock() + Math.round(delay * (1 + 0.1 * random()))
