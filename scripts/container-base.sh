@@ -87,7 +87,8 @@ exec "$@"
 EOF
 chmod 0755 "$root/usr/local/bin/docker-entrypoint.sh"
 
-chroot "$root" /bin/sh -ec '
+# A clean environment: none of this machine's variables (NODE_EXTRA_CA_CERTS, say) leaks into the checks.
+env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin chroot "$root" /bin/sh -ec '
   groupadd --gid 1000 node
   useradd --uid 1000 --gid node --shell /bin/bash --create-home node
   node -e "process.exit(0)"
@@ -96,7 +97,7 @@ chroot "$root" /bin/sh -ec '
 node_version=$("$NODE_BIN" -p process.versions.node)
 
 echo "container-base: importing as $BASE_IMAGE"
-tar -C "$root" --numeric-owner -cf - . | podman import \
+tar -C "$root" --numeric-owner -cf - . | podman import --quiet \
   --change "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
   --change "ENV NODE_VERSION=$node_version" \
   --change 'ENTRYPOINT ["docker-entrypoint.sh"]' \

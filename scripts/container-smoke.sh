@@ -11,8 +11,8 @@
 #
 # Machine notes (see README, "Running in production"): the base image cannot be pulled here, so
 # scripts/container-base.sh builds a stand-in when it is missing; crun fails on this machine's hybrid cgroups, so
-# the runtime is runc; runc refuses Podman's default open-files limit, above this machine's hard limit, so every
-# container gets explicit ulimits.
+# the runtime is runc; runc refuses Podman's default open-files and process limits, above this machine's hard
+# limits, so every container gets explicit ulimits.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ info() { echo "----  $*"; }
 fatal() { fail "$*"; echo "container-smoke: stopped after a fatal failure ($failures failed)"; exit 1; }
 
 cleanup() {
-  "${PODMAN[@]}" rm -f -t 0 "$first" "$second" >/dev/null 2>&1
+  "${PODMAN[@]}" rm -f -v -t 0 "$first" "$second" >/dev/null 2>&1
   "${PODMAN[@]}" volume rm -f "$volume" >/dev/null 2>&1
   rm -rf "$tmp"
 }
@@ -48,10 +48,10 @@ free_port() {
   node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close() })'
 }
 
-# GET/POST with the status on the last line of the output file's companion: http <out> <curl args...> → status
+# http <out> <curl args...>: the body goes to <out>, the status code to stdout (000 when no answer came).
 http() {
   local out=$1; shift
-  curl -s -o "$out" -w '%{http_code}' --max-time 30 "$@" || echo 000
+  curl -s -o "$out" -w '%{http_code}' --max-time 30 "$@" || true
 }
 
 wait_healthy() { # <port> <container>: up to 60 s for GET /healthz → 200
@@ -64,7 +64,8 @@ wait_healthy() { # <port> <container>: up to 60 s for GET /healthz → 200
   return 1
 }
 
-# Stops a container the way an orchestrator does (SIGTERM, SIGKILL after 15 s) and checks contract §8.
+# Stops a container the way an orchestrator does (the image's stop signal, SIGTERM as the Dockerfile sets none;
+# SIGKILL after 15 s, compose.yaml's stop_grace_period) and checks contract §8: exit code 0 within 10 s.
 check_sigterm() { # <container> <label>
   local name=$1 label=$2 t0 secs code
   t0=$(now)
@@ -122,6 +123,15 @@ else
   fi
 fi
 
+# The build-time npm settings were a bind mount: nothing of them may be in the image (root's home is private, so
+# look as root).
+if "${PODMAN[@]}" run --rm --user 0 --entrypoint /bin/sh "${LIMITS[@]}" "$IMAGE" -c \
+  'test -d /root && test ! -e /root/.npmrc && test ! -e /root/host-ca.pem && test ! -e /usr/local/etc/npmrc' 2>/dev/null; then
+  pass "no build-time npm configuration left in the image"
+else
+  fail "build-time npm configuration found in the image (/root/.npmrc, /root/host-ca.pem or /usr/local/etc/npmrc)"
+fi
+
 healthcheck=$("${PODMAN[@]}" image inspect -f '{{if .Config.Healthcheck}}{{.Config.Healthcheck.Test}}{{end}}' "$IMAGE" 2>/dev/null)
 [ -n "$healthcheck" ] && pass "image has a HEALTHCHECK: $healthcheck" || fail "image has no HEALTHCHECK"
 
@@ -173,7 +183,11 @@ fi
 "${PODMAN[@]}" exec -d "$first" node -e '
   const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64")
   require("node:http").createServer((req, res) => res.end(png)).listen(8000, "127.0.0.1")' >/dev/null
-sleep 1
+for i in $(seq 1 20); do
+  "${PODMAN[@]}" exec "$first" node -e 'fetch("http://127.0.0.1:8000/").then(() => process.exit(0), () => process.exit(1))' \
+    2>/dev/null && break
+  sleep 0.5
+done
 cat >"$tmp/create.json" <<'EOF'
 {
   "referenceId": "smoke-1",
