@@ -127,10 +127,40 @@ test('two instances on one PostgreSQL database: every event delivered once, none
     assert.equal(hooks.deliveries.length, 60)
     assert.equal(new Set(hooks.deliveries.map((delivery) => delivery.id)).size, 60)
     assert.equal(hooks.maxConcurrentSameId, 1)
+    // Contract §11: the first attempt starts within 5 s of the commit.
+    const lags = hooks.deliveries.map((delivery) => delivery.arrivedAt - Date.parse(delivery.event.createdAt))
+    assert.ok(Math.max(...lags) < 5000, `lags: ${lags}`)
     // Both instances took part.
     const attempted = servers.map((server) => server.logLines().filter((line) => line.msg === 'webhook attempt').length)
     assert.ok(attempted.every((n) => n > 0), `attempts per instance: ${attempted}`)
     await Promise.all(servers.map((server) => server.stop('SIGTERM')))
+  } finally {
+    await database.drop()
+  }
+})
+
+test('SIGTERM while an attempt hangs: the drain cuts it off and the process exits 0 within 10 s; another start makes it again', async () => {
+  const database = await createTestDatabase('sqlite')
+  try {
+    const env = { ...ENV, DATABASE_URL: database.url, WEBHOOK_TIMEOUT_MS: '30000' }
+    let server = await startServer(env)
+    const created = await runCli(['provider', 'create', '--name', 'Draining Bakery'], { DATABASE_URL: database.url })
+    const { token } = JSON.parse(created.stdout)
+    const hooks = await startReceiver(() => 'hang')
+    receivers.push(hooks)
+    assert.equal((await call(server, 'POST', '/api/v1/webhooks', token, { url: hooks.url })).status, 201)
+    assert.equal((await call(server, 'POST', '/api/v1/listing/create', token, listingBody())).status, 201)
+    await hooks.waitFor((deliveries) => deliveries.length === 1)
+    const signalled = Date.now()
+    const exit = await server.stop('SIGTERM', 12_000)
+    assert.deepEqual(exit, { code: 0, signal: null })
+    assert.ok(Date.now() - signalled < 10_000, `${Date.now() - signalled} ms`)
+    // Unrecorded, so still owed; its lease (30 s + 15 s) keeps it until then.
+    hooks.answer = () => 200
+    server = await startServer(env)
+    const log = await call(server, 'GET', `/api/v1/webhooks/${(await call(server, 'GET', '/api/v1/webhooks', token)).body.data[0].id}/deliveries`, token)
+    assert.deepEqual(log.body.data.map((entry: any) => [entry.outcome, entry.attempt]), [['pending', 1]])
+    await server.stop('SIGTERM')
   } finally {
     await database.drop()
   }
