@@ -5,6 +5,7 @@ import * as initial from '../migrations/2026-11-21-initial.js'
 import * as listingItemsJson from '../migrations/2026-11-21-listing-items-json.js'
 import * as postgresItemsWithoutFk from '../migrations/2026-11-22-postgres-items-without-fk.js'
 import * as listingLifecycle from '../migrations/2026-11-23-listing-lifecycle.js'
+import * as discovery from '../migrations/2026-11-24-discovery.js'
 
 interface Migration {
   name: string
@@ -18,6 +19,7 @@ const migrations: Migration[] = [
   { name: '2026-11-21-listing-items-json', up: listingItemsJson.up },
   { name: '2026-11-22-postgres-items-without-fk', up: postgresItemsWithoutFk.up },
   { name: '2026-11-23-listing-lifecycle', up: listingLifecycle.up },
+  { name: '2026-11-24-discovery', up: discovery.up },
 ]
 
 /**

@@ -85,10 +85,27 @@ export interface EventsTable {
   snapshot: string
 }
 
+export interface MarketplacesTable {
+  id: string
+  name: string
+  created_at_ms: number
+}
+
+/** A marketplace's tokens: the same shape and hashing as a provider's (providers/tokens.ts). */
+export interface MarketplaceTokensTable {
+  id: string
+  marketplace_id: string
+  token_hash: string
+  created_at_ms: number
+  revoked_at_ms: number | null
+}
+
 export interface Tables {
   providers: ProvidersTable
   tokens: TokensTable
   listings: ListingsTable
   listing_items: ListingItemsTable
   events: EventsTable
+  marketplaces: MarketplacesTable
+  marketplace_tokens: MarketplaceTokensTable
 }
