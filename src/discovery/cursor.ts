@@ -25,20 +25,37 @@ export function encodeCursor(params: DiscoverParams, last: CursorKey): string {
   return Buffer.from(JSON.stringify({ q: fingerprint(params), k: last.key, id: last.id })).toString('base64url')
 }
 
-/** The position a cursor names, or a sentence saying why it is not one (for the 400). */
-export function decodeCursor(params: DiscoverParams, cursor: string): CursorKey | string {
-  const notOne = 'is not a nextCursor of this API'
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return notOne
+const NOT_ONE = 'is not a nextCursor of this API'
+
+/** A cursor's content, when its text is one this API makes (whatever query it belongs to). */
+function parse(cursor: string): { q: string; key: number; id: string } | undefined {
+  if (!/^[A-Za-z0-9_-]{1,300}$/.test(cursor)) return undefined
   let value: unknown
   try {
     value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
   } catch {
-    return notOne
+    return undefined
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return notOne
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
   const { q, k, id, ...rest } = value as Record<string, unknown>
-  if (Object.keys(rest).length > 0 || typeof q !== 'string' || typeof id !== 'string' || !LISTING_ID.test(id)) return notOne
-  if (typeof k !== 'number' || !Number.isFinite(k) || k < 0) return notOne
-  if (q !== fingerprint(params)) return 'was given for other latitude, longitude, radiusKm, sort or minDiscountRate'
-  return { key: k, id }
+  if (Object.keys(rest).length > 0 || typeof q !== 'string' || typeof id !== 'string' || !LISTING_ID.test(id)) return undefined
+  if (typeof k !== 'number' || !Number.isFinite(k) || k < 0) return undefined
+  return { q, key: k, id }
+}
+
+/**
+ * The `discovery-cursor` format (http/validation.ts): checked with the other parameters, so a garbage cursor is
+ * named together with every other bad parameter of the request.
+ */
+export const cursorFormat = {
+  validate: (cursor: string) => parse(cursor) !== undefined,
+  message: () => NOT_ONE,
+}
+
+/** The position a cursor names, or a sentence saying why it does not continue this query (for the 400). */
+export function decodeCursor(params: DiscoverParams, cursor: string): CursorKey | string {
+  const parsed = parse(cursor)
+  if (!parsed) return NOT_ONE
+  if (parsed.q !== fingerprint(params)) return 'was given for other latitude, longitude, radiusKm, sort or minDiscountRate'
+  return { key: parsed.key, id: parsed.id }
 }

@@ -41,10 +41,12 @@ export const DiscoverQuery = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 300,
+        format: 'discovery-cursor',
         description:
           'The previous page’s `nextCursor`, with the same other parameters (`limit` may change): the next page. A ' +
-          'cursor that is not one, or was given for other parameters, is `400`.',
-        examples: ['eyJ2IjoxfQ'],
+          'cursor that is not one, or was given for other parameters, is `400`. Format `discovery-cursor`: a ' +
+          '`nextCursor` of this API.',
+        examples: [Buffer.from(JSON.stringify({ q: 'Yd3hK0v9RkqF2mXw', k: 312.48, id: exampleListingView.id })).toString('base64url')],
       }),
     ),
   },

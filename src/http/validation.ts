@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
 import { invalidRequest, type ProblemDetail } from '../errors.js'
 import { parseEntityTags } from './conditional.js'
+import { cursorFormat } from '../discovery/cursor.js'
 
 /**
  * Request validation for every route: one strict Ajv (no coercion, unknown fields rejected, every error
@@ -25,6 +26,8 @@ const formats: Record<string, { validate(value: string): boolean; message(value:
         ? 'must be valid Unicode text without NUL characters'
         : 'must contain a non-whitespace character',
   },
+  // Discovery's cursor: its shape only; whether it continues the query is the route's to say (discovery/cursor.ts).
+  'discovery-cursor': cursorFormat,
   'http-url': {
     validate: isHttpUrl,
     message: () => 'must be an absolute http or https URL without a user name or password',
