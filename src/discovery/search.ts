@@ -100,16 +100,22 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
   }
 
   const key = (hit: Hit) => hit.expiresAtUnix
-  const from = Math.max(firstLiving, query.after?.key ?? 0)
   const half = chordHalfSide(query.radiusMeters)
+  // Windows follow each other without overlap, and their hits add up: once they hold `wanted`, the first `wanted`
+  // by expiry are among them (every later window's listings expire later). An empty window only doubles the next
+  // one: listings may start expiring much later than now, and a big leap would fetch thousands at once.
+  const hits: Hit[] = []
+  let from = Math.max(firstLiving, query.after?.key ?? 0)
   let window = FIRST_WINDOW_S
   for (;;) {
-    const until = window > LAST_WINDOW_S ? null : from + window
+    const until = window > LAST_WINDOW_S ? null : from + window - 1
     const filter: ActiveFilter = { minDiscountRate: query.minDiscountRate, expiresFrom: from, expiresUntil: until }
     const tHi = until === null ? FAR_FUTURE_COORDINATE : expiryCoordinate(until) + margin
     const rows = await candidates(boxAround(center, half, expiryCoordinate(from) - margin, tHi), filter)
-    const hits = hitsOf(rows, query.radiusMeters, key)
+    const found = hitsOf(rows, query.radiusMeters, key)
+    hits.push(...found)
     if (hits.length >= wanted || until === null) return hits.sort(byKeyThenId(key)).slice(0, wanted)
-    window = Math.ceil(window * growth(hits.length, wanted, 1))
+    from = until + 1
+    window = found.length === 0 ? window * 2 : Math.ceil(window * Math.min(8, Math.max(1, ((wanted - hits.length) / found.length) * 1.25)))
   }
 }

@@ -49,27 +49,63 @@ export interface CandidateRow {
   expires_at_unix: number
 }
 
-/** The candidate query: every active listing whose point lies in the box and that passes the filter. */
-export function candidatesQuery(dialect: DialectName, box: IndexBox, filter: ActiveFilter): RawBuilder<CandidateRow> {
-  const until = filter.expiresUntil === null ? sql`` : sql` and expires_at_unix <= ${filter.expiresUntil}`
+/** The parameters of a candidate query: the box's corners, and the filter. */
+export interface CandidateParams extends Record<string, unknown> {
+  lx: number
+  ly: number
+  lz: number
+  lt: number
+  hx: number
+  hy: number
+  hz: number
+  ht: number
+  minDiscountRate: number
+  expiresFrom: number
+  expiresUntil: number
+}
+
+type Param = <K extends keyof CandidateParams & string>(name: K) => CandidateParams[K]
+
+/**
+ * The candidate query: every active listing whose point lies in the box and that passes the filter, with or
+ * without an upper end of expiry. Built once per shape (PreparedQuery), bound per request.
+ */
+export function candidatesSql(dialect: DialectName, bounded: boolean, param: Param): RawBuilder<CandidateRow> {
+  const until = bounded ? sql` and expires_at_unix <= ${param('expiresUntil')}` : sql``
   if (dialect === 'sqlite') {
-    const [lx, ly, lz, lt] = box.lo
-    const [hx, hy, hz, ht] = box.hi
     // The R*Tree's constraints first, then the listing by primary key (listing_geo.listing_id): the join sees only
     // what the box let through. The R*Tree also holds withdrawn and sold-out listings (writes there are on the
     // create path only); the exact conditions drop them.
     return sql<CandidateRow>`
       select l.id, l.latitude, l.longitude, l.expires_at_unix
       from listing_geo g join listings l on l.id = g.listing_id
-      where g.x0 <= ${hx} and g.x1 >= ${lx} and g.y0 <= ${hy} and g.y1 >= ${ly}
-        and g.z0 <= ${hz} and g.z1 >= ${lz} and g.t0 <= ${ht} and g.t1 >= ${lt}
-        and l.withdrawn_at_ms is null and l.sold_out = 0 and l.discount_rate >= ${filter.minDiscountRate}
-        and l.expires_at_unix >= ${filter.expiresFrom}${until}`
+      where g.x0 <= ${param('hx')} and g.x1 >= ${param('lx')} and g.y0 <= ${param('hy')} and g.y1 >= ${param('ly')}
+        and g.z0 <= ${param('hz')} and g.z1 >= ${param('lz')} and g.t0 <= ${param('ht')} and g.t1 >= ${param('lt')}
+        and l.withdrawn_at_ms is null and l.sold_out = 0 and l.discount_rate >= ${param('minDiscountRate')}
+        and l.expires_at_unix >= ${param('expiresFrom')}${until}`
   }
   return sql<CandidateRow>`
     select id, latitude, longitude, expires_at_unix
     from listings
-    where ${sql.raw(POSTGRES_POINT)} <@ cube(${box.lo}::float8[], ${box.hi}::float8[])
-      and ${sql.raw(POSTGRES_PARTIAL)} and discount_rate >= ${filter.minDiscountRate}
-      and expires_at_unix >= ${filter.expiresFrom}${until}`
+    where ${sql.raw(POSTGRES_POINT)} <@ cube(
+        array[${param('lx')}, ${param('ly')}, ${param('lz')}, ${param('lt')}]::float8[],
+        array[${param('hx')}, ${param('hy')}, ${param('hz')}, ${param('ht')}]::float8[])
+      and ${sql.raw(POSTGRES_PARTIAL)} and discount_rate >= ${param('minDiscountRate')}
+      and expires_at_unix >= ${param('expiresFrom')}${until}`
+}
+
+export function candidateParams(box: IndexBox, filter: ActiveFilter): CandidateParams {
+  const [lx, ly, lz, lt] = box.lo
+  const [hx, hy, hz, ht] = box.hi
+  return { lx, ly, lz, lt, hx, hy, hz, ht, minDiscountRate: filter.minDiscountRate, expiresFrom: filter.expiresFrom, expiresUntil: filter.expiresUntil ?? 0 }
+}
+
+/**
+ * `l.id` is one of the ids in a JSON array parameter: one statement text for any number of ids, so it is prepared
+ * once. SQLite reads the array with json_each; PostgreSQL compares with any() of the array it parses.
+ */
+export function idInJsonArray(dialect: DialectName, ids: unknown): RawBuilder<boolean> {
+  return dialect === 'sqlite'
+    ? sql<boolean>`l.id in (select value from json_each(${ids}))`
+    : sql<boolean>`l.id = any(array(select jsonb_array_elements_text(cast(${ids} as jsonb))))`
 }
