@@ -13,7 +13,7 @@
  *   npm run bench:discovery -- --baseline /path/to/pre-discovery/dist   (adds the create comparison)
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -192,7 +192,10 @@ function table(rows: Row[]): string[] {
 }
 
 async function freshDatabase(dialect: 'sqlite' | 'postgres'): Promise<{ url: string; drop(): Promise<void> }> {
-  if (dialect === 'sqlite') return { url: `sqlite:${join(mkdtempSync(join(tmpdir(), 'listing-bench-')), 'bench.db')}`, drop: async () => {} }
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'listing-bench-'))
+    return { url: `sqlite:${join(dir, 'bench.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) }
+  }
   return createTestDatabase('postgres')
 }
 
