@@ -4,9 +4,10 @@
  * are what the service writes; seq is dense 1..N, one listing per millisecond, and the provider's counters
  * match. No events are written: the seeded listings are as if created before the event feed existed. The service then starts on this database as it would on a real one.
  */
-import { sql } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { Database } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
+import { geoRow } from '../src/discovery/sphere.js'
 import { listingId } from '../src/ids.js'
 import { itemColumns, listingColumns } from '../src/listings/columns.js'
 import type { CreateListingInput } from '../src/listings/schemas.js'
@@ -59,10 +60,14 @@ export interface SeedOptions {
   /** Items per listing (3 unless given). */
   items?: number
   providerName?: string
+  /** Where listing `seq` is and when it expires (discovery's benchmark); the one LISTING's place otherwise. */
+  place?: (seq: number) => { latitude: number; longitude: number; expiresAtUnix: number; discountRate: number }
+  /** ANALYZE PostgreSQL afterwards (true unless false: a caller seeding many providers analyzes once at the end). */
+  analyze?: boolean
 }
 
 export async function seed(database: Database, count: number, options: SeedOptions = {}): Promise<Seeded> {
-  const { onProgress, items: itemCount = 3, providerName = 'Bench Bakery' } = options
+  const { onProgress, items: itemCount = 3, providerName = 'Bench Bakery', place, analyze = true } = options
   await migrate(database)
   const startMs = Date.now() - count // one listing per millisecond, the newest now
   const provider = await new ProviderRepository(database).create({ name: providerName, industry: 'bakery' }, startMs)
@@ -74,23 +79,40 @@ export async function seed(database: Database, count: number, options: SeedOptio
     for (let first = 1; first <= count; first += BATCH) {
       const listings = []
       const listingItems = []
+      const geo = []
       for (let seq = first; seq < Math.min(first + BATCH, count + 1); seq++) {
         const createdAtMs = startMs + seq
         const id = listingId(createdAtMs, 0)
-        const input = { ...listing, referenceId: `seed-${seq}` }
+        const where = place?.(seq)
+        const input = where
+          ? {
+              ...listing,
+              referenceId: `seed-${seq}`,
+              location: { latitude: where.latitude, longitude: where.longitude },
+              listingDetails: { ...listing.listingDetails, discountRate: where.discountRate },
+            }
+          : { ...listing, referenceId: `seed-${seq}` }
+        const expiresAtUnix = where?.expiresAtUnix ?? Math.floor(createdAtMs / 1000) + TTL_SECONDS
         listings.push({
           id,
           seq,
           created_at_ms: createdAtMs,
           updated_at_ms: createdAtMs,
           items_record: itemsRecord,
-          expires_at_unix: Math.floor(createdAtMs / 1000) + TTL_SECONDS,
+          expires_at_unix: expiresAtUnix,
           ...listingColumns(provider.id, input),
           request_hash: 'seeded',
         })
+        // SQLite's spatial index is a table of its own that the create writes (sqlite-create.ts); so does the seed.
+        // PostgreSQL's is an index on the listing's columns, maintained by PostgreSQL.
+        if (database.dialect === 'sqlite') {
+          const [x, y, z, t] = geoRow(input.location.latitude, input.location.longitude, expiresAtUnix)
+          geo.push({ x0: x, x1: x, y0: y, y1: y, z0: z, z1: z, t0: t, t1: t, listing_id: id })
+        }
         listingItems.push(...items.map((item) => ({ listing_id: id, ...item })))
       }
       await trx.insertInto('listings').values(listings).execute()
+      if (geo.length > 0) await (trx as unknown as Kysely<any>).insertInto('listing_geo').values(geo).execute()
       for (let at = 0; at < listingItems.length; at += BATCH) {
         await trx.insertInto('listing_items').values(listingItems.slice(at, at + BATCH)).execute()
       }
@@ -104,6 +126,6 @@ export async function seed(database: Database, count: number, options: SeedOptio
   })
   // This machine's PostgreSQL runs without autovacuum (STACK.md): without statistics the planner would plan
   // the service's queries for empty tables. Any real deployment's autoanalyze has run long before 100k rows.
-  if (database.dialect === 'postgres') await sql`analyze`.execute(database.kysely)
+  if (analyze && database.dialect === 'postgres') await sql`analyze`.execute(database.kysely)
   return { providerId: provider.id, token: provider.token.token }
 }

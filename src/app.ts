@@ -17,6 +17,8 @@ import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import type { ImageCheck } from './images/check.js'
 import { ImageProber } from './images/prober.js'
 import { ListingRepository } from './listings/repository.js'
+import { DiscoveryRepository } from './discovery/repository.js'
+import { discoveryRoutes } from './discovery/routes.js'
 import { EventFeed } from './events/feed.js'
 import { eventRoutes } from './events/routes.js'
 import { WebhookRepository } from './webhooks/repository.js'
@@ -101,6 +103,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.setValidatorCompiler(validatorCompiler(createAjv()))
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)
+  app.decorateRequest('principal', null)
   app.decorateRequest('provider', null)
 
   registerJsonBody(app)
@@ -182,6 +185,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         clock,
         policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       })
+      // The one marketplace route (config.principal); every other route here is a provider's (authenticate.ts).
+      await api.register(discoveryRoutes, { discovery: new DiscoveryRepository(database), clock })
     },
     { prefix: '/api/v1' },
   )

@@ -36,6 +36,9 @@ const badUsage: Array<[title: string, args: string[]]> = [
   ['provider create --name with an unknown flag', ['provider', 'create', '--name', 'X', '--colour', 'red']],
   ['token revoke with no id', ['token', 'revoke']],
   ['token revoke with two ids', ['token', 'revoke', 'a', 'b']],
+  ['marketplace create without --name', ['marketplace', 'create']],
+  ['marketplace create with an empty --name', ['marketplace', 'create', '--name', ' ']],
+  ['marketplace create with --industry', ['marketplace', 'create', '--name', 'X', '--industry', 'bakery']],
 ]
 
 for (const dialect of await testDialects()) {
@@ -131,6 +134,37 @@ for (const dialect of await testDialects()) {
         }
         assert.equal(status, 401, 'the revoked token is refused within 5 s')
         assert.equal((await list(second.token)).status, 200, "the provider's other token still works")
+      } finally {
+        await server.stop('SIGKILL')
+      }
+    })
+
+    test('marketplace create prints {id,name,tokenId,token}; the token discovers, is 403 on provider routes, and revokes', async () => {
+      const out = printed(await cli('marketplace', 'create', '--name', 'Deals App'))
+      assert.deepEqual(Object.keys(out).sort(), ['id', 'name', 'token', 'tokenId'])
+      assert.equal(out.name, 'Deals App')
+      assert.match(out.id, /^mkt_/)
+      assert.match(out.tokenId, /^tok_/)
+      assert.match(out.token, TOKEN_SHAPE)
+      const provider = printed(await cli('provider', 'create', '--name', 'Not a marketplace'))
+      const server = await startServer({ DATABASE_URL: database.url })
+      try {
+        const get = (path: string, token: string) => fetch(`${server.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } })
+        const discover = '/api/v1/discover?latitude=24.7&longitude=46.7'
+        const found = await get(discover, out.token)
+        assert.equal(found.status, 200)
+        assert.deepEqual(await found.json(), { data: [], nextCursor: null })
+        assert.equal((await get('/api/v1/listing', out.token)).status, 403)
+        assert.equal((await get(discover, provider.token)).status, 403)
+
+        assert.deepEqual(printed(await cli('token', 'revoke', out.tokenId)), { id: out.tokenId, revoked: true })
+        const deadline = Date.now() + 5000
+        let status = (await get(discover, out.token)).status
+        while (status !== 401 && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 200))
+          status = (await get(discover, out.token)).status
+        }
+        assert.equal(status, 401, 'the revoked marketplace token is refused within 5 s')
       } finally {
         await server.stop('SIGKILL')
       }

@@ -129,6 +129,32 @@ describe('the typed client against the running service', () => {
     assert.equal(refused.error?.type, '/problems/unauthorized')
   })
 
+  test('discovery, typed, with a marketplace’s token: listings near a point; a provider’s token is 403', async () => {
+    const marketplace = createListingClient({ baseUrl: service.baseUrl, token: (await service.newMarketplace()).token })
+    marketplace.use({
+      onRequest({ request, schemaPath }) {
+        called.add(`${request.method} ${schemaPath}`)
+        return request
+      },
+    })
+    const { listingId } = await unwrap(client.POST('/api/v1/listing/create', { body: createBody() }))
+    const { latitude, longitude } = createBody().location
+    const query = { latitude, longitude, radiusKm: 1, sort: 'distance' as const, limit: 1 }
+    const page = await unwrap(marketplace.GET('/api/v1/discover', { params: { query } }))
+    assert.equal(page.data[0]?.distanceMeters, 0)
+    assert.equal(page.data[0]?.listing.brand.industry, 'bakery')
+    const ids: Array<string | undefined> = [page.data[0]?.listing.id]
+    let cursor = page.nextCursor
+    while (cursor !== null) {
+      const next = await unwrap(marketplace.GET('/api/v1/discover', { params: { query: { ...query, cursor } } }))
+      ids.push(next.data[0]?.listing.id)
+      cursor = next.nextCursor
+    }
+    assert.ok(ids.includes(listingId))
+    const refused = await client.GET('/api/v1/discover', { params: { query } })
+    assert.equal(refused.error?.type, '/problems/forbidden')
+  })
+
   test('the operations without a token: probes and metrics', async () => {
     assert.equal((await unwrap(client.GET('/healthz', {}))).status, 'ok')
     assert.equal((await client.GET('/readyz', {})).response.status, 200)

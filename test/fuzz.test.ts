@@ -693,6 +693,30 @@ for (const dialect of await testDialects()) {
       if (runs >= 200) assert.ok(created >= runs / 20, `only ${created} of ${runs} cases created an endpoint`)
     })
 
+    test(`discover: ${runs} random query strings; 200 only for a valid one, a 400 names exactly the bad parameters`, async () => {
+      const marketplace = await service.newMarketplace()
+      const here = { latitude: 24.7136, longitude: 46.6753 }
+      assert.equal((await service.create(provider.token, listingBody({ location: here }))).status, 201)
+      await fc.assert(
+        fc.asyncProperty(discoverQuery, async (query) => {
+          const response = await send(service.baseUrl, 'GET', `/api/v1/discover?${query.text}`, { authorization: `Bearer ${marketplace.token}` })
+          const context = `${query.text} → ${response.status} ${response.text.slice(0, 300)}`
+          assertNoPollution()
+          if (response.status === 200) {
+            assert.deepEqual(query.bad, [], `a query with bad parameters was answered: ${context}`)
+            assert.ok(Array.isArray(response.body?.data) && response.body.data.length <= 50, context)
+            return
+          }
+          const problem = assertIsProblem(response)
+          assert.equal(response.status, 400, context)
+          const named = [...new Set<string>(problem.errors.map((error: any) => error.parameter))].sort()
+          assert.deepEqual(named, query.bad.length > 0 ? query.bad : ['cursor'], context)
+          if (query.bad.length === 0) assert.ok(query.foreignCursor, `a valid query was refused: ${context}`)
+        }),
+        settings,
+      )
+    })
+
     test('afterwards: no key reached Object.prototype, and valid requests still behave', async () => {
       assertNoPollution()
       const body = listingBody()
@@ -804,3 +828,78 @@ const queryString: fc.Arbitrary<Query> = fc
     }
     return { text, names, valid }
   })
+
+// ---- discovery's query strings (contract §12) ------------------------------------------------------------------
+
+/** A number as the API reads one in a query (JSON's notation); undefined when it is not one. */
+const numberIn = (text: string) => (/^-?\d{1,20}(\.\d{1,30})?([eE][+-]?\d{1,3})?$/.test(text) ? Number(text) : undefined)
+const within = (lo: number, hi: number) => (text: string) => {
+  const n = numberIn(text)
+  return n !== undefined && n >= lo && n <= hi
+}
+
+/** A cursor of the right shape that continues some other query: refused (naming cursor) only when all else is valid. */
+const FOREIGN_CURSOR = Buffer.from(JSON.stringify({ q: 'AAAAAAAAAAAAAAAA', k: 12.5, id: '01M7YQ1WE0XK8J4Q2ZB5N6C7D8' })).toString('base64url')
+
+/** Whether a single value of each known parameter is valid (contract §12, §7). */
+const discoverParameters: Record<string, (value: string) => boolean> = {
+  latitude: within(-90, 90),
+  longitude: within(-180, 180),
+  radiusKm: (text) => within(0, 50)(text) && (numberIn(text) as number) > 0,
+  minDiscountRate: within(0.1, 1),
+  limit: (text) => /^-?\d{1,20}$/.test(text) && Number(text) >= 1 && Number(text) <= 50,
+  sort: (text) => text === 'distance' || text === 'ending_soon',
+  cursor: (text) => text === FOREIGN_CURSOR,
+}
+
+const discoverValue = fc.oneof(
+  { weight: 3, arbitrary: fc.double({ min: -400, max: 400, noNaN: true }).map(String) },
+  { weight: 2, arbitrary: fc.double({ min: 0, max: 60, noNaN: true }).map((n) => n.toFixed(3)) },
+  { weight: 2, arbitrary: fc.integer({ min: -5, max: 60 }).map(String) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      '', ' 1', '1.', '.5', '+1', '0x10', 'NaN', 'Infinity', '-Infinity', '-0', '1e999', '1E+2', '1e-7', '90', '-90', '90.0000001',
+      '180', '-180', '-180.0001', '50', '50.0001', '0', '0.1', '0.09999', '1', '1.0', '007', 'distance', 'ending_soon', 'DISTANCE',
+      '\u0000', 'abc', 'é', FOREIGN_CURSOR, 'eyJ9', FOREIGN_CURSOR.slice(0, -3), 'x'.repeat(400), '[object Object]',
+    ),
+  },
+)
+
+const discoverName = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom(...Object.keys(discoverParameters)) },
+  { weight: 1, arbitrary: fc.constantFrom('page', 'lat', 'Latitude', 'radius', 'offset', '__proto__', 'constructor', 'toString') },
+)
+
+interface DiscoverQueryCase {
+  text: string
+  /** The parameters a 400 must name, sorted; empty when the query is valid. */
+  bad: string[]
+  foreignCursor: boolean
+}
+
+const discoverQuery: fc.Arbitrary<DiscoverQueryCase> = fc
+  .tuple(
+    fc.array(fc.tuple(discoverName, discoverValue), { maxLength: 9 }),
+    fc.boolean(),
+    fc.boolean(),
+    fc.tuple(discoverValue, discoverValue),
+  )
+  .map(([pairs, withLatitude, withLongitude, [latitude, longitude]]) => {
+    // Most cases carry both required parameters, so that the others decide the answer.
+    const all: Array<[string, string]> = [...(withLatitude ? [['latitude', latitude] as [string, string]] : []), ...(withLongitude ? [['longitude', longitude] as [string, string]] : []), ...pairs]
+    const counts = new Map<string, number>()
+    for (const [name] of all) counts.set(name, (counts.get(name) ?? 0) + 1)
+    const bad = new Set<string>()
+    for (const [name, value] of all) {
+      const valid = discoverParameters[name]
+      if (!Object.hasOwn(discoverParameters, name) || (counts.get(name) as number) > 1 || !valid?.(value)) {
+        if (!(name === 'cursor' && counts.get(name) === 1 && value === FOREIGN_CURSOR)) bad.add(name)
+      }
+    }
+    for (const required of ['latitude', 'longitude']) if (!counts.has(required)) bad.add(required)
+    const text = all.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join('&')
+    const foreignCursor = all.some(([name, value]) => name === 'cursor' && value === FOREIGN_CURSOR)
+    return { text, bad: [...bad].sort(), foreignCursor }
+  })
+

@@ -14,6 +14,7 @@ import { Drain } from '../src/http/drain.js'
 import type { ImageCheck } from '../src/images/check.js'
 import { Metrics } from '../src/metrics.js'
 import { recordExpiries } from '../src/listings/expiry.js'
+import { MarketplaceRepository } from '../src/providers/marketplaces.js'
 import { ProviderRepository } from '../src/providers/repository.js'
 import { openWrites, type Writes } from '../src/writes/writes.js'
 import { ResponseConformance } from './conformance.js'
@@ -182,6 +183,8 @@ export interface TestService {
   /** What the expiry sweeper does every 2 s in a running service (background.ts), once, now (by the test clock). */
   recordExpiries(): Promise<number>
   newProvider(input?: { name?: string; industry?: string }): Promise<TestProvider>
+  /** A marketplace (contract §12) and its token. */
+  newMarketplace(name?: string): Promise<TestProvider>
   request(method: string, path: string, options?: RequestOptions): Promise<Response>
   create(token: string, body: unknown): Promise<Response>
   list(token: string, query?: string): Promise<Response>
@@ -249,6 +252,10 @@ export async function startService(dialect: DialectName, options: ServiceOptions
       providerCount += 1
       const provider = await providers.create({ name: input.name ?? `provider ${providerCount}`, industry: input.industry }, clock())
       return { id: provider.id, token: provider.token.token, tokenId: provider.token.id }
+    },
+    async newMarketplace(name = 'marketplace') {
+      const marketplace = await new MarketplaceRepository(database).create(name, clock())
+      return { id: marketplace.id, token: marketplace.token, tokenId: marketplace.tokenId }
     },
     request,
     create: (token, body) => request('POST', '/api/v1/listing/create', { token, json: body }),

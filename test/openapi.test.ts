@@ -42,6 +42,9 @@ const WEBHOOK_ROUTES_OF_ONE: Array<[route: string, method: string, path: string]
 ]
 const UNKNOWN_WEBHOOK = `wh_${'0'.repeat(26)}`
 const WEBHOOK_BODY = { url: 'https://pos.example.com/hooks/listings' }
+const DISCOVER = 'GET /api/v1/discover'
+/** Where aListing's listings are (listingBody's location): discovery provocations look there. */
+const DISCOVER_PATH = '/api/v1/discover?latitude=24.7136&longitude=46.6753'
 const READY = 'GET /readyz'
 const METRICS = 'GET /metrics'
 const ONE_MIB = 1024 * 1024
@@ -143,6 +146,17 @@ function whileLockedOut(route: string, send: Provocation['send']): Provocation {
   }
 }
 
+/** The provocation with the service's marketplace token made before its own preparation (which may lock the database). */
+function marketplaceFirst(provocation: Provocation): Provocation {
+  return {
+    ...provocation,
+    async prepare(service, token) {
+      await marketplaceToken(service)
+      await provocation.prepare?.(service, token)
+    },
+  }
+}
+
 /** A listing of the provider with `token`, its id and referenceId. */
 async function aListing(service: TestService, token: string): Promise<{ id: string; referenceId: string }> {
   const body = listingBody({}, 2)
@@ -163,6 +177,14 @@ async function anEndpoint(service: TestService, token: string): Promise<string> 
 /** A request to a webhook route of one endpoint. */
 const toEndpoint = (service: TestService, token: string | undefined, method: string, path: string, id: string) =>
   service.request(method, path.replace(':id', id), { token })
+
+/** One marketplace token per service: discovery is the one route a provider's token cannot use (403). */
+const marketplaceTokens = new WeakMap<TestService, Promise<string>>()
+function marketplaceToken(service: TestService): Promise<string> {
+  let token = marketplaceTokens.get(service)
+  if (!token) marketplaceTokens.set(service, (token = service.newMarketplace().then((marketplace) => marketplace.token)))
+  return token
+}
 
 /**
  * The routes every request of which needs a token: a request each, by `token` (none: no Authorization header),
@@ -185,6 +207,9 @@ const authenticated: Record<string, (service: TestService, token: string | undef
       (service: TestService, token: string | undefined) => toEndpoint(service, token, method, path, UNKNOWN_WEBHOOK),
     ]),
   ),
+  // Discovery is a marketplace's: a request that has a token sends the service's marketplace token instead.
+  [DISCOVER]: async (service, token) =>
+    service.request('GET', DISCOVER_PATH, { token: token === undefined ? undefined : await marketplaceToken(service) }),
 }
 
 /** Without a token: 401 from every authenticated route. */
@@ -233,10 +258,13 @@ function whileWriteLocked(route: string, send: (service: TestService, token: str
 }
 
 /** Real values for the parameters that name things: a listing of the provider with `token`, and its first event. */
-async function realParameters(service: TestService, token: string): Promise<Record<string, string>> {
+async function realParameters(service: TestService, token: string, query: URLSearchParams): Promise<Record<string, string>> {
   const { id, referenceId } = await aListing(service, token)
+  await aListing(service, token)
   const events = await service.request('GET', '/api/v1/events', { token })
-  return { listingId: id, referenceId, after: events.body.data[0].id, webhookId: await anEndpoint(service, token) }
+  // A cursor continues the query it came from: discovery's examples, one listing per page.
+  const discovered = await service.request('GET', `/api/v1/discover?${query}&limit=1`, { token: await marketplaceToken(service) })
+  return { listingId: id, referenceId, after: events.body.data[0].id, cursor: discovered.body?.nextCursor, webhookId: await anEndpoint(service, token) }
 }
 
 /** The listing the 500 provocations of one-listing routes made before renaming a column it needs. */
@@ -273,6 +301,7 @@ const provocations: Record<ProblemType, Provocation[]> = {
       route,
       send: (service: TestService, token: string) => toEndpoint(service, token, method, path, `wh_${'0'.repeat(100)}`),
     })),
+    { route: DISCOVER, send: async (service) => service.request('GET', `${DISCOVER_PATH}&limit=0`, { token: await marketplaceToken(service) }) },
     // A malformed If-None-Match on the conditional reads.
     ...[ONE, BY_REFERENCE].map((route) => ({
       route,
@@ -286,8 +315,12 @@ const provocations: Record<ProblemType, Provocation[]> = {
     { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) },
   ],
   unauthorized: unauthorizedEverywhere(),
-  // No route answers it until marketplaces, the other kind of client, exist.
-  forbidden: [],
+  // A token of the other kind than the route serves: a marketplace's on every provider route, a provider's on discovery.
+  forbidden: Object.entries(authenticated).map(([route, send]) => ({
+    route,
+    send: async (service, token) =>
+      route === DISCOVER ? service.request('GET', DISCOVER_PATH, { token }) : send(service, await marketplaceToken(service)),
+  })),
   'not-found': [ONE, PATCH, WITHDRAW, BY_REFERENCE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) => ({
     route,
     send: (service, token) => authenticated[route]!(service, token),
@@ -430,6 +463,14 @@ const provocations: Record<ProblemType, Provocation[]> = {
         send: (service, token) => toEndpoint(service, token, method, path, endpointOfRenamed),
       }),
     ),
+    {
+      route: DISCOVER,
+      async prepare(service, token) {
+        await aListing(service, token)
+        await renameColumn('listings', 'items_record')(service)
+      },
+      send: async (service) => service.request('GET', DISCOVER_PATH, { token: await marketplaceToken(service) }),
+    },
   ],
   unavailable: [
     // A create's first step, the referenceId lookup, is a read on the request's connection (its write would wait
@@ -444,6 +485,7 @@ const provocations: Record<ProblemType, Provocation[]> = {
     ...[WEBHOOK_CREATE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) =>
       whileLockedOut(route, (service, token) => authenticated[route]!(service, token)),
     ),
+    marketplaceFirst(whileLockedOut(DISCOVER, async (service) => service.request('GET', DISCOVER_PATH, { token: await marketplaceToken(service) }))),
     whileWriteLocked(PATCH, (service, token, id) =>
       service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } }),
     ),
@@ -529,9 +571,15 @@ describe('GET /openapi.json and GET /docs', () => {
     const resolved = await dereference(structuredClone(document))
     for (const [route, operation] of operationsOf(resolved)) {
       const [method, template] = route.split(' ') as [string, string]
-      const token = (operation.security ?? []).length > 0 ? (await acceptingImages.newProvider()).token : undefined
-      // Ids in examples name nothing that exists: path parameters and the feed's `after` name real things instead.
-      const real = token === undefined ? {} : await realParameters(acceptingImages, token)
+      const providerToken = (operation.security ?? []).length > 0 ? (await acceptingImages.newProvider()).token : undefined
+      // Discovery is for marketplace tokens; every other route with security is a provider's.
+      const token = providerToken !== undefined && operation.tags?.includes('discovery') ? await marketplaceToken(acceptingImages) : providerToken
+      const examples = new URLSearchParams()
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in === 'query' && parameter.name !== 'cursor' && parameter.name !== 'limit') examples.set(parameter.name, String(parameter.example))
+      }
+      // Ids in examples name nothing that exists: path parameters, the feed's `after` and discovery's `cursor` name real things instead.
+      const real = providerToken === undefined ? {} : await realParameters(acceptingImages, providerToken, examples)
       let path = template
       const query = new URLSearchParams()
       const headers: Record<string, string> = {}

@@ -293,6 +293,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/discover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Active listings of every provider near a point (marketplace tokens only)
+         * @description Listings `active` now (not withdrawn, not expired, not sold out) within `radiusKm` of the point by great-circle distance, discounted at least `minDiscountRate`, nearest first or ending soonest. Follow `nextCursor` for more: each listing comes at most once while nothing changes. A provider’s token is `403`; this route is for marketplace tokens (`listing-service marketplace create`).
+         */
+        get: operations["discoverListings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -664,6 +684,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `/problems/conflict`: The referenceId is already used by one of your listings with a different body; or you already have the most webhook endpoints a provider may have (10). */
             409: {
                 headers: {
@@ -860,6 +892,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -1027,6 +1071,18 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1235,6 +1291,18 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1474,6 +1542,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
             404: {
                 headers: {
@@ -1641,6 +1721,18 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1864,6 +1956,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -1958,6 +2062,18 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2093,6 +2209,18 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2250,6 +2378,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
             404: {
                 headers: {
@@ -2348,6 +2488,18 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2460,6 +2612,18 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2587,6 +2751,18 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
                     "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2733,8 +2909,233 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    discoverListings: {
+        parameters: {
+            query: {
+                /**
+                 * @description Where to search from: degrees, −90 to 90.
+                 * @example 24.7136
+                 */
+                latitude: number;
+                /**
+                 * @description Degrees, −180 to 180.
+                 * @example 46.6753
+                 */
+                longitude: number;
+                /**
+                 * @description Kilometres, more than 0 and at most 50 (default 5). A listing is within it when its great-circle distance (sphere of radius 6,371,008.8 m) is at most radiusKm × 1000 m, unrounded; the circle crosses the antimeridian and the poles.
+                 * @example 3
+                 */
+                radiusKm?: number;
+                /**
+                 * @description `distance`: nearest first, then by id. `ending_soon`: `expiresAtUnix` ascending, then by id.
+                 * @example distance
+                 */
+                sort?: "distance" | "ending_soon";
+                /**
+                 * @description Only listings discounted at least this much: 0.1 to 1.0.
+                 * @example 0.3
+                 */
+                minDiscountRate?: number;
+                /**
+                 * @description Listings per page, 1 to 50.
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description The previous page’s `nextCursor`, with the same other parameters (`limit` may change): the next page. A cursor that is not one, or was given for other parameters, is `400`. Format `discovery-cursor`: a `nextCursor` of this API.
+                 * @example eyJxIjoiWWQzaEswdjlSa3FGMm1YdyIsImsiOjMxMi40OCwiaWQiOiIwMU03WVExV0UwMDAwMDAwWkRXNEo4WEczTSJ9
+                 */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of listings. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Listings `active` now, in the order `sort` asks. */
+                        data: {
+                            /**
+                             * @description Great-circle distance from the point, in metres, rounded.
+                             * @example 312
+                             */
+                            distanceMeters: number;
+                            /** @description The listing as read (as `GET /api/v1/listing/{listingId}` answers its provider), with its provider’s id. */
+                            listing: {
+                                /** @description The listingId the create answer gave. */
+                                id: string;
+                                /**
+                                 * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
+                                 * @enum {unknown}
+                                 */
+                                status: "active" | "sold_out" | "expired" | "withdrawn";
+                                referenceId: string;
+                                /** @description Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is this number in quotes. */
+                                version: number;
+                                /**
+                                 * @description UTC, to the millisecond (RFC 3339).
+                                 * @example 2026-11-22T10:00:00.123Z
+                                 */
+                                createdAt: string;
+                                /**
+                                 * @description When the last change happened (for an expired listing: the moment it expired).
+                                 * @example 2026-11-22T10:00:00.123Z
+                                 */
+                                updatedAt: string;
+                                /** @description Unix time in seconds at which the listing expires. */
+                                expiresAtUnix: number;
+                                location: {
+                                    latitude: number;
+                                    longitude: number;
+                                };
+                                brand: {
+                                    nameAr: string;
+                                    nameEn: string;
+                                    /** @description The provider’s industry, set when the provider was created. */
+                                    industry: string;
+                                    urlSafeName: string;
+                                    imageUrl: string;
+                                };
+                                listingDetails: {
+                                    discountRate: number;
+                                    /** @enum {unknown} */
+                                    type: "timed" | "priority_timed";
+                                    isAssignedToDriver: boolean;
+                                };
+                                /** @description In the order sent; `position` is the index. */
+                                items: {
+                                    /** @description The item’s index in the created order; PATCH names items by it. */
+                                    position: number;
+                                    nameAr: string;
+                                    nameEn: string;
+                                    /** @description Unit price, exactly as sent or last changed. */
+                                    price: number;
+                                    /** @description Units left; 0 when none is. */
+                                    quantity: number;
+                                    /** @enum {unknown} */
+                                    category: "service" | "product" | "tax";
+                                    /** @enum {unknown} */
+                                    subCategory: "delivery" | "main_dish" | "side_dish" | "drink" | "vat";
+                                    urlSafeName: string;
+                                    /** @description Present only when the item was created with one. */
+                                    imageUrl?: string;
+                                }[];
+                                /**
+                                 * @description The provider whose listing it is.
+                                 * @example prv_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9
+                                 */
+                                providerId: string;
+                            };
+                        }[];
+                        /** @description Pass it as `cursor` for the next page; null when this page is the last. */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];

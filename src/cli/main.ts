@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from '../config.js'
 import { openDatabase, type Database } from '../db/connection.js'
 import { migrate } from '../db/migrate.js'
+import { MarketplaceRepository } from '../providers/marketplaces.js'
 import { ProviderRepository } from '../providers/repository.js'
 
 const HELP = `Usage: listing-service <command>
@@ -13,7 +14,8 @@ Commands:
   provider create --name <name> [--industry <name>]  create a provider and its first token
   provider list                                      list providers (never tokens)
   token create --provider <providerId>               issue another token for a provider
-  token revoke <tokenId>                             revoke a token
+  token revoke <tokenId>                             revoke a token (a provider's or a marketplace's)
+  marketplace create --name <name>                   create a marketplace (discovery client) and its token
 
 Every command reads DATABASE_URL (default sqlite:./data/listings.db) and prints JSON on stdout.
 `
@@ -74,6 +76,14 @@ async function run(argv: string[]): Promise<unknown> {
         const providers = new ProviderRepository(database)
         if (!(await providers.exists(providerId))) throw new CommandError(`no provider with id ${providerId}`)
         return providers.createToken(providerId, Date.now())
+      })
+    }
+    case 'marketplace create': {
+      const { values } = parse(rest, { name: { type: 'string' } }, 0)
+      const name = required(values.name, '--name')
+      return withDatabase(async (database) => {
+        const marketplace = await new MarketplaceRepository(database).create(name, Date.now())
+        return { id: marketplace.id, name: marketplace.name, tokenId: marketplace.tokenId, token: marketplace.token }
       })
     }
     case 'token revoke': {

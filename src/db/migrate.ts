@@ -6,6 +6,7 @@ import * as listingItemsJson from '../migrations/2026-11-21-listing-items-json.j
 import * as postgresItemsWithoutFk from '../migrations/2026-11-22-postgres-items-without-fk.js'
 import * as listingLifecycle from '../migrations/2026-11-23-listing-lifecycle.js'
 import * as webhooks from '../migrations/2026-11-24-webhooks.js'
+import * as discovery from '../migrations/2026-11-24-discovery.js'
 
 interface Migration {
   name: string
@@ -20,6 +21,7 @@ const migrations: Migration[] = [
   { name: '2026-11-22-postgres-items-without-fk', up: postgresItemsWithoutFk.up },
   { name: '2026-11-23-listing-lifecycle', up: listingLifecycle.up },
   { name: '2026-11-24-webhooks', up: webhooks.up },
+  { name: '2026-11-24-discovery', up: discovery.up },
 ]
 
 /**

@@ -131,6 +131,21 @@ export interface WebhookAttemptsTable {
   error: string | null
 }
 
+export interface MarketplacesTable {
+  id: string
+  name: string
+  created_at_ms: number
+}
+
+/** A marketplace's tokens: the same shape and hashing as a provider's (providers/tokens.ts). */
+export interface MarketplaceTokensTable {
+  id: string
+  marketplace_id: string
+  token_hash: string
+  created_at_ms: number
+  revoked_at_ms: number | null
+}
+
 export interface Tables {
   providers: ProvidersTable
   tokens: TokensTable
@@ -140,4 +155,6 @@ export interface Tables {
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
+  marketplaces: MarketplacesTable
+  marketplace_tokens: MarketplaceTokensTable
 }

@@ -16,6 +16,7 @@ export class AccessLog extends LogController {
   override requestCompleted(error: Error | null, request: FastifyRequest, reply: FastifyReply): void {
     const line = {
       providerId: request.provider?.id,
+      marketplaceId: request.principal?.kind === 'marketplace' ? request.principal.marketplace.id : undefined,
       method: request.method,
       route: request.routeOptions.url ?? null,
       status: reply.statusCode,

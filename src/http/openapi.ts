@@ -77,7 +77,8 @@ export function documentBearerAuth(route: RouteOptions): void {
   route.schema = {
     ...route.schema,
     security: [{ [BEARER]: [] }],
-    'x-problems': ['unauthorized', 'rate-limited', ...(route.schema?.['x-problems'] ?? [])],
+    // Every route serves one kind of client: a valid token of the other kind is 403 (authenticate.ts).
+    'x-problems': ['unauthorized', 'forbidden', 'rate-limited', ...(route.schema?.['x-problems'] ?? [])],
   }
 }
 
@@ -93,6 +94,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'listings', description: 'Create, read, change and withdraw your listings; page through them' },
         { name: 'events', description: 'Every change of your listings, as a feed to pull' },
         { name: 'webhooks', description: 'Every change of your listings, pushed to your endpoints as signed webhooks' },
+        { name: 'discovery', description: 'For marketplaces: every provider’s active listings near a point' },
         { name: 'operations', description: 'Probes for load balancers and orchestrators; no token needed' },
       ],
       components: {
@@ -101,7 +103,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
             type: 'http',
             scheme: 'bearer',
             bearerFormat: 'lst_ followed by 43 base64url characters',
-            description: '`Authorization: Bearer lst_…`, a token from `listing-service provider create` or `token create`.',
+            description:
+              '`Authorization: Bearer lst_…`, a provider’s token from `listing-service provider create` or `token create`, ' +
+              'or, for discovery only, a marketplace’s from `listing-service marketplace create`. A token of the other ' +
+              'kind than a route serves is `403`.',
           },
         },
       },

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
 import { invalidRequest, type ProblemDetail } from '../errors.js'
 import { parseEntityTags } from './conditional.js'
+import { cursorFormat } from '../discovery/cursor.js'
 
 /**
  * Request validation for every route: one strict Ajv (no coercion, unknown fields rejected, every error
@@ -25,6 +26,8 @@ const formats: Record<string, { validate(value: string): boolean; message(value:
         ? 'must be valid Unicode text without NUL characters'
         : 'must contain a non-whitespace character',
   },
+  // Discovery's cursor: its shape only; whether it continues the query is the route's to say (discovery/cursor.ts).
+  'discovery-cursor': cursorFormat,
   'http-url': {
     validate: isHttpUrl,
     message: () => 'must be an absolute http or https URL without a user name or password',
@@ -180,10 +183,15 @@ function toProblemDetails(errors: ErrorObject[], where: Place, extra: ProblemDet
 
 type QuerySchema = { properties?: Record<string, { type?: string }> }
 
+const INTEGER_TEXT = /^-?\d{1,20}$/
+/** A number as JSON writes one: "24.7136", "-0.5", "5", "1e-7"; not ".5", "5.", "+1", " 1", "0x10", "Infinity". */
+const DECIMAL_TEXT = /^-?\d{1,20}(\.\d{1,30})?([eE][+-]?\d{1,3})?$/
+
 /**
  * Query strings arrive as strings (or arrays when repeated). Integers are converted only when they are plain
- * decimal digits, so "1.5", "1e1", "0x10", " 1" and "" stay strings and fail the schema's type check;
- * a repeated parameter is an error of its own.
+ * decimal digits, and numbers only when written as JSON writes them (DECIMAL_TEXT), so "1.5" or "1e1" (for an
+ * integer), "0x10", " 1" and "" stay strings and fail the schema's type check; a repeated parameter is an error
+ * of its own.
  */
 function validateQuery(validate: ValidateFunction, schema: QuerySchema, data: unknown) {
   // No prototype: on a plain object, `converted['__proto__'] = …` would drop the parameter instead of keeping it
@@ -195,8 +203,11 @@ function validateQuery(validate: ValidateFunction, schema: QuerySchema, data: un
       repeated.push({ parameter: name, detail: 'must be given at most once' })
       continue
     }
-    const isInteger = schema.properties?.[name]?.type === 'integer'
-    converted[name] = isInteger && typeof value === 'string' && /^-?\d{1,20}$/.test(value) ? Number(value) : value
+    const type = schema.properties?.[name]?.type
+    converted[name] =
+      typeof value === 'string' && ((type === 'integer' && INTEGER_TEXT.test(value)) || (type === 'number' && DECIMAL_TEXT.test(value)))
+        ? Number(value)
+        : value
   }
   const valid = validate(converted)
   if (valid && repeated.length === 0) return { value: converted }

@@ -2,7 +2,8 @@ import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import type { Clock } from '../clock.js'
 import { Problem } from '../errors.js'
 import { TtlCache } from '../ttl-cache.js'
-import type { Provider, ProviderRepository } from './repository.js'
+import type { Marketplace } from './marketplaces.js'
+import type { Principal, Provider, ProviderRepository } from './repository.js'
 import { hashToken, isWellFormedToken } from './tokens.js'
 
 /**
@@ -13,10 +14,18 @@ import { hashToken, isWellFormedToken } from './tokens.js'
 export const TOKEN_CACHE_TTL_MS = 2000
 const TOKEN_CACHE_ENTRIES = 10_000
 
+export type PrincipalKind = Principal['kind']
+
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by `authenticate` on every /api/v1 request that gets past it. */
+    /** Set by `authenticate` on every /api/v1 request that gets past it: who the token belongs to. */
+    principal: Principal | null
+    /** The principal when it is a provider (every route but discovery's), else null. */
     provider: Provider | null
+  }
+  interface FastifyContextConfig {
+    /** Which kind of client a route under /api/v1 serves (contract §12); provider unless it says otherwise. */
+    principal?: PrincipalKind
   }
 }
 
@@ -26,14 +35,19 @@ function unauthorized(detail: string, invalidToken: boolean): Problem {
   return new Problem('unauthorized', detail, { headers: { 'www-authenticate': challenge } })
 }
 
+const forbidden = (wanted: PrincipalKind, got: PrincipalKind) =>
+  new Problem('forbidden', `this route is for ${wanted}s; the token is a ${got}’s`)
+
 /**
  * onRequest hook: runs before the body is read, so an unauthenticated request costs no parsing, validation
- * or image fetching (contract §3: authentication happens before any other work).
+ * or image fetching (contract §3: authentication happens before any other work). A valid token of the other
+ * kind than the route serves (its config.principal) is 403 (§12), also before any other work. A path no route
+ * serves stays 404 for either kind.
  */
 export function authenticate(providers: ProviderRepository, clock: Clock): onRequestAsyncHookHandler {
   // Valid tokens only, keyed by hash: a token issued a moment ago works at once, and unknown tokens cannot
-  // fill the cache. A busy provider's requests then cost no database round trip for authentication.
-  const valid = new TtlCache<Provider>(TOKEN_CACHE_ENTRIES, TOKEN_CACHE_TTL_MS)
+  // fill the cache. A busy client's requests then cost no database round trip for authentication.
+  const valid = new TtlCache<Principal>(TOKEN_CACHE_ENTRIES, TOKEN_CACHE_TTL_MS)
   return async (request) => {
     const header = request.headers.authorization
     if (header === undefined || header === '') {
@@ -44,18 +58,34 @@ export function authenticate(providers: ProviderRepository, clock: Clock): onReq
       throw unauthorized('the Authorization header must be "Bearer lst_…"', true)
     }
     const hash = hashToken(token)
-    let provider = valid.get(hash, clock())
-    if (!provider) {
-      provider = await providers.findByTokenHash(hash)
-      if (!provider) throw unauthorized('the token is unknown or has been revoked', true)
-      valid.set(hash, provider, clock())
+    let principal = valid.get(hash, clock())
+    if (!principal) {
+      principal = await providers.findPrincipalByTokenHash(hash)
+      if (!principal) throw unauthorized('the token is unknown or has been revoked', true)
+      valid.set(hash, principal, clock())
     }
-    request.provider = provider
+    request.principal = principal
+    request.provider = principal.kind === 'provider' ? principal.provider : null
+    const wanted = request.routeOptions.config?.principal ?? 'provider'
+    if (!request.is404 && principal.kind !== wanted) throw forbidden(wanted, principal.kind)
   }
 }
 
 /** The authenticated provider of a request under /api/v1; its absence is a wiring bug, not a client error. */
 export function providerOf(request: FastifyRequest): Provider {
-  if (!request.provider) throw new Error('route is not behind authenticate()')
+  if (!request.provider) throw new Error('route is not behind authenticate() or not a provider route')
   return request.provider
+}
+
+/** The authenticated marketplace of a request to a marketplace route. */
+export function marketplaceOf(request: FastifyRequest): Marketplace {
+  if (request.principal?.kind !== 'marketplace') throw new Error('route is not behind authenticate() or not a marketplace route')
+  return request.principal.marketplace
+}
+
+/** Whoever a request under /api/v1 is authenticated as: what rate limits and logs are keyed by. */
+export function principalIdOf(request: FastifyRequest): string {
+  const principal = request.principal
+  if (!principal) throw new Error('route is not behind authenticate()')
+  return principal.kind === 'provider' ? principal.provider.id : principal.marketplace.id
 }

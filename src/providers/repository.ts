@@ -1,7 +1,8 @@
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { Database } from '../db/connection.js'
 import type { Tables } from '../db/tables.js'
 import { prefixedId } from '../ids.js'
+import type { Marketplace } from './marketplaces.js'
 import { generateToken } from './tokens.js'
 
 export interface Provider {
@@ -9,6 +10,9 @@ export interface Provider {
   name: string
   industry: string
 }
+
+/** Who a valid token belongs to: a provider (listing routes) or a marketplace (discovery), contract §12. */
+export type Principal = { kind: 'provider'; provider: Provider } | { kind: 'marketplace'; marketplace: Marketplace }
 
 export interface ProviderSummary extends Provider {
   createdAt: string
@@ -103,24 +107,39 @@ export class ProviderRepository {
     return insertToken(this.database.kysely, providerId, nowMs)
   }
 
-  /** Returns false when no such token exists. Revoking twice is not an error: the token stays revoked. */
+  /**
+   * Revokes a provider's or a marketplace's token (`token revoke` takes either). Returns false when no such token
+   * exists. Revoking twice is not an error: the token stays revoked.
+   */
   async revokeToken(tokenId: string, nowMs: number): Promise<boolean> {
-    const result = await this.database.kysely
-      .updateTable('tokens')
-      .set((eb) => ({ revoked_at_ms: eb.fn.coalesce('revoked_at_ms', eb.val(nowMs)) }))
-      .where('id', '=', tokenId)
-      .executeTakeFirst()
-    return Number(result.numUpdatedRows) > 0
+    for (const table of ['tokens', 'marketplace_tokens'] as const) {
+      const result = await this.database.kysely
+        .updateTable(table)
+        .set((eb) => ({ revoked_at_ms: eb.fn.coalesce('revoked_at_ms', eb.val(nowMs)) }))
+        .where('id', '=', tokenId)
+        .executeTakeFirst()
+      if (Number(result.numUpdatedRows) > 0) return true
+    }
+    return false
   }
 
-  /** The provider holding the token with this hash, unless the token is unknown or revoked. */
-  async findByTokenHash(tokenHash: string): Promise<Provider | undefined> {
-    return this.database.kysely
-      .selectFrom('tokens')
-      .innerJoin('providers', 'providers.id', 'tokens.provider_id')
-      .select(['providers.id', 'providers.name', 'providers.industry'])
-      .where('tokens.token_hash', '=', tokenHash)
-      .where('tokens.revoked_at_ms', 'is', null)
-      .executeTakeFirst()
+  /**
+   * The provider or marketplace holding the token with this hash, unless the token is unknown or revoked: one
+   * statement, two unique-index lookups, whichever kind the token is.
+   */
+  async findPrincipalByTokenHash(tokenHash: string): Promise<Principal | undefined> {
+    const { rows } = await sql<{ kind: 'provider' | 'marketplace'; id: string; name: string; industry: string | null }>`
+      select 'provider' as kind, p.id, p.name, p.industry
+        from tokens t join providers p on p.id = t.provider_id
+        where t.token_hash = ${tokenHash} and t.revoked_at_ms is null
+      union all
+      select 'marketplace' as kind, m.id, m.name, null as industry
+        from marketplace_tokens t join marketplaces m on m.id = t.marketplace_id
+        where t.token_hash = ${tokenHash} and t.revoked_at_ms is null`.execute(this.database.kysely)
+    const row = rows[0]
+    if (!row) return undefined
+    return row.kind === 'provider'
+      ? { kind: 'provider', provider: { id: row.id, name: row.name, industry: row.industry as string } }
+      : { kind: 'marketplace', marketplace: { id: row.id, name: row.name } }
   }
 }

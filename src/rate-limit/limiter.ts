@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import type { Clock } from '../clock.js'
 import { Problem } from '../errors.js'
-import { providerOf } from '../providers/authenticate.js'
+import { principalIdOf } from '../providers/authenticate.js'
 import { MemoryStore } from './memory-store.js'
 import { RedisStore } from './redis-store.js'
 import type { RateLimitStore } from './store.js'
@@ -38,7 +38,7 @@ export interface RateLimiterOptions {
 }
 
 export interface RateLimiter {
-  /** onRequest hook, registered after authenticate(): the key is the provider's id. */
+  /** onRequest hook, registered after authenticate(): the key is the client's id (provider or marketplace). */
   onRequest: onRequestAsyncHookHandler
   /**
    * onReady hook: gives the store a moment to connect, so that the first requests after a start are counted
@@ -80,7 +80,8 @@ export function rateLimiter(options: RateLimiterOptions): RateLimiter {
     // The first request after the back-off asks the store again; until it is answered, the others go without.
     const isRetry = lastFailure !== undefined
     if (isRetry) retrying = true
-    const key = providerOf(request).id
+    // Provider and marketplace ids differ by prefix (prv_, mkt_): one key space serves both kinds.
+    const key = principalIdOf(request)
     const now = clock()
     let window
     try {

@@ -1,0 +1,324 @@
+/**
+ * Discovery (issue 15, contract §12) against the machine's ceiling, on SQLite and on PostgreSQL. For each
+ * database: seed listings of many providers over a 1,000 km × 1,000 km region with cities, one of them dense
+ * (50,000 listings within 10 km), straight into the tables (bench/seed.ts, spatial index included); start the
+ * service as `npm start` runs it; measure a bare node:http server answering with the very bytes of the 5 km
+ * dense-city page (the ceiling) and the discovery scenarios with wrk. Then seed up to the second size, outside
+ * the dense city only, and measure again: the same 5 km query must cost the same, whatever lies outside it.
+ * Last, 1-item creates with the spatial index maintained against the build before discovery (--baseline), each
+ * on a fresh database.
+ *
+ *   npm run bench:discovery                                   (100k then 1M, SQLite then PostgreSQL)
+ *   npm run bench:discovery -- --sizes 100000 --dialects sqlite --duration 5
+ *   npm run bench:discovery -- --baseline /path/to/pre-discovery/dist   (adds the create comparison)
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { sql } from 'kysely'
+import { openDatabase, type Database } from '../src/db/connection.js'
+import { createTestDatabase } from '../test/helper.js'
+import { startImageServer, type ImageServer } from '../test/image-server.js'
+import { runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
+import { listingBody, machine, ROOT, startService, writeResult } from './lib.js'
+import { seed } from './seed.js'
+
+const { values: args } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '100000,1000000' },
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    dialects: { type: 'string', default: 'sqlite,postgres' },
+    /** A build without discovery (dist/ of the commit before it): its creates are the index-less baseline. */
+    baseline: { type: 'string' },
+    'create-rounds': { type: 'string', default: '2' },
+  },
+})
+const SIZES = args.sizes.split(',').map(Number)
+const DURATION_S = Number(args.duration)
+const CONNECTIONS = Number(args.connections)
+const WARMUP_S = 2
+const PER_PROVIDER = 10_000
+const DENSE_CITY_LISTINGS = 50_000
+
+/** A deterministic generator (mulberry32), so both databases get the same listings. */
+function random(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const KM_PER_DEGREE = 111.195
+/** The region: 1,000 km × 1,000 km around Riyadh's latitude. */
+const REGION = { south: 20.2, north: 20.2 + 1000 / KM_PER_DEGREE, west: 41.5, east: 41.5 + 1000 / (KM_PER_DEGREE * Math.cos((24.7 * Math.PI) / 180)) }
+const DENSE_CITY = { latitude: 24.7136, longitude: 46.6753 }
+
+/** A point within `radiusKm` of a centre, uniform over the disc. */
+function inDisc(next: () => number, centre: { latitude: number; longitude: number }, radiusKm: number) {
+  const r = radiusKm * Math.sqrt(next())
+  const angle = 2 * Math.PI * next()
+  return {
+    latitude: centre.latitude + (r * Math.cos(angle)) / KM_PER_DEGREE,
+    longitude: centre.longitude + (r * Math.sin(angle)) / (KM_PER_DEGREE * Math.cos((centre.latitude * Math.PI) / 180)),
+  }
+}
+
+const kmFromDenseCity = (p: { latitude: number; longitude: number }) =>
+  Math.hypot((p.latitude - DENSE_CITY.latitude) * KM_PER_DEGREE, (p.longitude - DENSE_CITY.longitude) * KM_PER_DEGREE * Math.cos((DENSE_CITY.latitude * Math.PI) / 180))
+
+/**
+ * Where listings go: the dense city first (its 50,000 within 10 km), then, for everything else, 40 other cities
+ * of 20 km (half the listings) and the open region (the other half), never within 12 km of the dense city, so
+ * a 5 km query there finds the same listings at every size.
+ */
+function placer(seedValue: number, nowUnix: number) {
+  const next = random(seedValue)
+  const cities = Array.from({ length: 40 }, () => ({
+    latitude: REGION.south + next() * (REGION.north - REGION.south),
+    longitude: REGION.west + next() * (REGION.east - REGION.west),
+  })).filter((city) => kmFromDenseCity(city) > 40)
+  // Expiries spread over 2 hours, as listings created continuously with the default TTL have them, starting 30
+  // minutes ahead: nothing expires while the benchmark runs, so sizes compare like for like.
+  const rest = () => ({ expiresAtUnix: nowUnix + 1800 + Math.floor(next() * 7200), discountRate: Math.round(1 + next() * 8) / 10 })
+  return {
+    dense: () => ({ ...inDisc(next, DENSE_CITY, 10), ...rest() }),
+    elsewhere: () => {
+      for (;;) {
+        const point =
+          next() < 0.5
+            ? inDisc(next, cities[Math.floor(next() * cities.length)] as (typeof cities)[number], 20)
+            : { latitude: REGION.south + next() * (REGION.north - REGION.south), longitude: REGION.west + next() * (REGION.east - REGION.west) }
+        if (kmFromDenseCity(point) > 12) return { ...point, ...rest() }
+      }
+    },
+  }
+}
+
+/** Seeds listings [from, to) of the dataset: the first 50,000 in the dense city, then elsewhere; 10,000 per provider. */
+async function seedRange(database: Database, from: number, to: number, place: ReturnType<typeof placer>): Promise<string> {
+  let token = ''
+  for (let first = from; first < to; first += PER_PROVIDER) {
+    const count = Math.min(PER_PROVIDER, to - first)
+    const seeded = await seed(database, count, {
+      items: 1,
+      providerName: `Bench provider ${first / PER_PROVIDER}`,
+      analyze: false,
+      place: (seq) => (first + seq - 1 < DENSE_CITY_LISTINGS ? place.dense() : place.elsewhere()),
+    })
+    token = seeded.token
+    if ((first + count) % 100_000 === 0) console.error(`  seeded ${first + count}`)
+  }
+  // This machine's PostgreSQL runs without autovacuum (STACK.md): statistics are gathered here.
+  if (database.dialect === 'postgres') await sql`analyze`.execute(database.kysely)
+  return token
+}
+
+async function startCeiling(bytes: Buffer): Promise<{ baseUrl: string; stop(): void }> {
+  const file = join(mkdtempSync(join(tmpdir(), 'listing-ceiling-')), 'page.json')
+  writeFileSync(file, bytes)
+  const child = spawn(process.execPath, [join(ROOT, 'bench/ceiling-server.mjs'), file], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const port = await new Promise<string>((resolve) => child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(d.trim())))
+  return { baseUrl: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') }
+}
+
+async function measure(baseUrl: string, kinds: RequestKind[]): Promise<LoadResult> {
+  await runLoad(baseUrl, kinds, { connections: CONNECTIONS, durationS: WARMUP_S })
+  return runLoad(baseUrl, kinds, { connections: CONNECTIONS, durationS: DURATION_S })
+}
+
+interface Row {
+  scenario: string
+  result: LoadResult
+  note?: string
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+
+/** 16 points within 2 km of the dense city's centre: the same questions at every size, not one cached path. */
+const QUERY_POINTS = (() => {
+  const next = random(99)
+  return Array.from({ length: 16 }, () => inDisc(next, DENSE_CITY, 2))
+})()
+
+async function measureDiscovery(databaseUrl: string, token: string, marketplaceToken: string): Promise<Row[]> {
+  const service = await startService({ DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, token)
+  const auth = { authorization: `Bearer ${marketplaceToken}` }
+  const kinds = (radiusKm: number, sort: string) =>
+    QUERY_POINTS.map(
+      (p): RequestKind => ({
+        weight: 1,
+        method: 'GET',
+        path: `/api/v1/discover?latitude=${p.latitude.toFixed(6)}&longitude=${p.longitude.toFixed(6)}&radiusKm=${radiusKm}&sort=${sort}&limit=20`,
+        headers: auth,
+      }),
+    )
+  const rows: Row[] = []
+  try {
+    const sample = kinds(5, 'distance')[0] as RequestKind
+    const answer = await fetch(`${service.baseUrl}${sample.path}`, { headers: auth })
+    const bytes = Buffer.from(await answer.arrayBuffer())
+    const page = JSON.parse(bytes.toString('utf8')) as { data: Array<{ distanceMeters: number }> }
+    if (answer.status !== 200 || page.data.length !== 20) throw new Error(`the 5 km query answered ${answer.status}: ${bytes.slice(0, 300)}`)
+    const ceiling = await startCeiling(bytes)
+    try {
+      rows.push({ scenario: `ceiling: node:http, same bytes as the 5 km page (${fmt(bytes.length)} B)`, result: await measure(ceiling.baseUrl, [{ weight: 1, method: 'GET', path: '/', headers: {} }]) })
+    } finally {
+      ceiling.stop()
+    }
+    for (const [radiusKm, sort] of [[5, 'distance'], [50, 'distance'], [5, 'ending_soon'], [50, 'ending_soon']] as const) {
+      rows.push({ scenario: `${radiusKm} km, ${sort}, limit 20, dense city`, result: await measure(service.baseUrl, kinds(radiusKm, sort)) })
+    }
+  } finally {
+    await service.stop()
+  }
+  return rows
+}
+
+function table(rows: Row[]): string[] {
+  const ceiling = rows[0]?.result.rps ?? NaN
+  return [
+    '| scenario | req/s | p50 | p99 | of ceiling | failures |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows.map(({ scenario, result, note }) =>
+      `| ${scenario}${note ? ` (${note})` : ''} | ${fmt(result.rps)} | ${fmt(result.p50Ms, 2)} ms | ${fmt(result.p99Ms, 2)} ms | ${fmt((100 * result.rps) / ceiling, 1)}% | ${result.failures} |`),
+  ]
+}
+
+async function freshDatabase(dialect: 'sqlite' | 'postgres'): Promise<{ url: string; drop(): Promise<void> }> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'listing-bench-'))
+    return { url: `sqlite:${join(dir, 'bench.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) }
+  }
+  return createTestDatabase('postgres')
+}
+
+async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
+  const fresh = await freshDatabase(dialect)
+  const lines: string[] = [`## ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`, '']
+  const nowUnix = Math.floor(Date.now() / 1000)
+  const place = placer(20261124, nowUnix)
+  let seededTo = 0
+  let token = ''
+  const perSize: Array<{ size: number; rows: Row[] }> = []
+  try {
+    for (const size of SIZES) {
+      const started = performance.now()
+      const database = openDatabase(fresh.url)
+      try {
+        token = await seedRange(database, seededTo, size, place)
+      } finally {
+        await database.close()
+      }
+      const seconds = (performance.now() - started) / 1000
+      console.error(`${dialect}: seeded up to ${size} in ${seconds.toFixed(1)} s`)
+      seededTo = size
+      const marketplaceDb = openDatabase(fresh.url)
+      const { MarketplaceRepository } = await import('../src/providers/marketplaces.js')
+      const marketplace = await new MarketplaceRepository(marketplaceDb).create(`bench ${size}`, Date.now())
+      await marketplaceDb.close()
+      const rows = await measureDiscovery(fresh.url, token, marketplace.token)
+      perSize.push({ size, rows })
+      lines.push(`### ${fmt(size)} active listings (seeded ${seconds.toFixed(0)} s${perSize.length > 1 ? ', added to the previous size, none within 12 km of the dense city' : ''})`, '', ...table(rows), '')
+    }
+  } finally {
+    await fresh.drop()
+  }
+  const rpsOf = (rows: Row[], prefix: string) => rows.find((row) => row.scenario.startsWith(prefix))?.result.rps ?? NaN
+  const last = perSize.at(-1) as { size: number; rows: Row[] }
+  lines.push(`At ${fmt(last.size)}: the 50 km query costs ${fmt(rpsOf(last.rows, '5 km, distance') / rpsOf(last.rows, '50 km, distance'), 2)}× the 5 km one (distance), ${fmt(rpsOf(last.rows, '5 km, ending_soon') / rpsOf(last.rows, '50 km, ending_soon'), 2)}× (ending_soon).`)
+  if (perSize.length > 1) {
+    const first = perSize[0] as { size: number; rows: Row[] }
+    for (const prefix of ['5 km, distance', '5 km, ending_soon']) {
+      lines.push(`${prefix}: ${fmt(last.size)} costs ${fmt(rpsOf(first.rows, prefix) / rpsOf(last.rows, prefix), 2)}× ${fmt(first.size)} (req/s at ${fmt(first.size)} ÷ req/s at ${fmt(last.size)}).`)
+    }
+  }
+  lines.push('')
+  return lines
+}
+
+/** 1-item creates on a fresh database: this build (spatial index maintained) against the baseline build. */
+async function benchCreates(dialect: 'sqlite' | 'postgres', images: ImageServer, baseline: string): Promise<string[]> {
+  const body = JSON.stringify(listingBody(UNIQUE, images.url('/img/brand.png'), [undefined]))
+  const builds = [['this build (index maintained)', join(ROOT, 'dist')], ['baseline (no spatial index)', baseline]] as const
+  const results = new Map<string, number[]>()
+  for (let round = 0; round < Number(args['create-rounds']); round++) {
+    for (const [name, dist] of builds) {
+      const fresh = await freshDatabase(dialect)
+      try {
+        const service = await startService({ DATABASE_URL: fresh.url, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, undefined, dist)
+        try {
+          if (dialect === 'postgres') {
+            // No demo provider on PostgreSQL: one through the CLI's repository, then ANALYZE after a first few creates.
+            const database = openDatabase(fresh.url)
+            const { ProviderRepository } = await import('../src/providers/repository.js')
+            service.token = (await new ProviderRepository(database).create({ name: 'bench' }, Date.now())).token.token
+            await database.close()
+          }
+          const kind: RequestKind = {
+            weight: 1,
+            method: 'POST',
+            path: '/api/v1/listing/create',
+            headers: { authorization: `Bearer ${service.token}`, 'content-type': 'application/json' },
+            body,
+          }
+          await runLoad(service.baseUrl, [kind], { connections: CONNECTIONS, durationS: WARMUP_S })
+          if (dialect === 'postgres') {
+            const database = openDatabase(fresh.url)
+            await sql`analyze`.execute(database.kysely)
+            await database.close()
+          }
+          const result = await runLoad(service.baseUrl, [kind], { connections: CONNECTIONS, durationS: DURATION_S })
+          if (result.failures > 0) throw new Error(`${name}: ${result.failures} creates failed`)
+          results.set(name, [...(results.get(name) ?? []), result.rps])
+        } finally {
+          await service.stop()
+        }
+      } finally {
+        await fresh.drop()
+      }
+    }
+  }
+  const [mine, base] = builds.map(([name]) => results.get(name) ?? [])
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length
+  return [
+    `### ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'}: create, 1 item, ${CONNECTIONS} connections, rounds alternating`,
+    '',
+    '| build | creates/s, each round | mean |',
+    '|---|---|---:|',
+    ...builds.map(([name]) => `| ${name} | ${(results.get(name) ?? []).map((v) => fmt(v)).join(', ')} | ${fmt(mean(results.get(name) ?? []))} |`),
+    '',
+    `This build ÷ baseline: ${fmt((100 * mean(mine as number[])) / mean(base as number[]), 1)}%.`,
+    '',
+  ]
+}
+
+const dialects = args.dialects.split(',') as Array<'sqlite' | 'postgres'>
+const sections: string[] = [
+  `# Discovery benchmark — ${new Date().toISOString()}`,
+  '',
+  `Machine: ${machine()}. Load: wrk, ${CONNECTIONS} connections, ${DURATION_S} s per scenario after a ${WARMUP_S} s warm-up.`,
+  `Command: \`npm run bench:discovery -- ${process.argv.slice(2).join(' ')}\``,
+  '',
+  `Data: listings of ${PER_PROVIDER.toLocaleString('en-US')} per provider, 1 item each, over 1,000 km × 1,000 km; the dense city holds ${DENSE_CITY_LISTINGS.toLocaleString('en-US')} within 10 km of (24.7136, 46.6753); 40 other cities of 20 km hold half the rest, the open region the other half. Queries: 16 points within 2 km of the dense city's centre, in turn.`,
+  '',
+]
+for (const dialect of dialects) {
+  sections.push(...(await benchDialect(dialect)))
+  console.error(sections.join('\n'))
+}
+if (args.baseline) {
+  const images = await startImageServer()
+  sections.push('## Writes with the spatial index maintained', '')
+  for (const dialect of dialects) sections.push(...(await benchCreates(dialect, images, args.baseline)))
+  await images.close()
+}
+console.log(sections.join('\n'))
+console.error(`written to ${writeResult('discovery', sections.join('\n'))}`)
+process.exit(0)

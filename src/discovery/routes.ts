@@ -1,0 +1,81 @@
+import type { FastifyPluginAsync } from 'fastify'
+import type { Clock } from '../clock.js'
+import { invalidRequest } from '../errors.js'
+import { jsonResponse } from '../http/openapi.js'
+import { listingView } from '../listings/listing-view.js'
+import { decodeCursor, encodeCursor, type CursorKey } from './cursor.js'
+import type { DiscoveryRepository } from './repository.js'
+import { DiscoverPage, DiscoverQuery, exampleDiscoverPage, type DiscoverParams } from './schemas.js'
+import { search } from './search.js'
+
+export interface DiscoveryRoutesOptions {
+  discovery: DiscoveryRepository
+  clock: Clock
+}
+
+/** Contract §12: every provider's active listings around a point, for marketplaces. */
+export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async (app, { discovery, clock }) => {
+  app.get(
+    '/discover',
+    {
+      config: { principal: 'marketplace' },
+      schema: {
+        operationId: 'discoverListings',
+        tags: ['discovery'],
+        summary: 'Active listings of every provider near a point (marketplace tokens only)',
+        description:
+          'Listings `active` now (not withdrawn, not expired, not sold out) within `radiusKm` of the point by ' +
+          'great-circle distance, discounted at least `minDiscountRate`, nearest first or ending soonest. Follow ' +
+          '`nextCursor` for more: each listing comes at most once while nothing changes. A provider’s token is ' +
+          '`403`; this route is for marketplace tokens (`listing-service marketplace create`).',
+        querystring: DiscoverQuery,
+        response: {
+          200: jsonResponse('A page of listings.', DiscoverPage, {
+            page: exampleDiscoverPage,
+            nothingNear: { data: [], nextCursor: null },
+          }),
+        },
+        'x-problems': ['invalid-request', 'internal', 'unavailable'],
+      },
+    },
+    async (request) => {
+      const params = request.query as DiscoverParams
+      let after: CursorKey | undefined
+      if (params.cursor !== undefined) {
+        const decoded = decodeCursor(params, params.cursor)
+        if (typeof decoded === 'string') throw invalidRequest([{ parameter: 'cursor', detail: decoded }])
+        after = decoded
+      }
+      const nowMs = clock()
+      const hits = await search(
+        {
+          latitude: params.latitude,
+          longitude: params.longitude,
+          radiusMeters: params.radiusKm * 1000,
+          sort: params.sort,
+          minDiscountRate: params.minDiscountRate,
+          limit: params.limit,
+          after,
+          nowMs,
+        },
+        discovery.candidates,
+      )
+      const page = hits.slice(0, params.limit)
+      const states = new Map((await discovery.states(page.map((hit) => hit.id))).map((found) => [found.state.id, found]))
+      const data: DiscoverPage['data'] = []
+      for (const hit of page) {
+        const found = states.get(hit.id)
+        // Changed between the two reads (withdrawn, sold out): it is no longer discoverable, so it is left out.
+        if (!found || found.soldOut || found.state.withdrawn_at_ms !== null) continue
+        const view = listingView(found.state, found.industry, nowMs)
+        data.push({ distanceMeters: Math.round(hit.distance), listing: { ...view, providerId: found.state.provider_id } })
+      }
+      const last = page.at(-1)
+      const nextCursor =
+        hits.length > params.limit && last
+          ? encodeCursor(params, { key: params.sort === 'distance' ? last.distance : last.expiresAtUnix, id: last.id })
+          : null
+      return { data, nextCursor }
+    },
+  )
+}

@@ -1,0 +1,124 @@
+import type { CursorKey } from './cursor.js'
+import { chordHalfSide, expiryCoordinate, EXPIRY_SCALE, FAR_FUTURE_COORDINATE, greatCircleMeters, unitVector } from './sphere.js'
+import type { ActiveFilter, CandidateRow, IndexBox } from './spatial-index.js'
+
+/*
+ * Which listings a discovery page holds, decided by the same code on both databases: the spatial index
+ * (spatial-index.ts) hands over the candidates in a box, the exact great-circle distance decides, and the order
+ * is made here.
+ *
+ * Neither order is asked of the database as an ORDER BY over every match: 50,000 listings lie within 10 km of a
+ * city centre, and sorting thousands of them for 20 would cost each request milliseconds. Instead the search
+ * grows: nearest-first asks a small circle first and widens it until it holds more than `limit` listings (every
+ * listing outside a circle of radius ρ is farther than every one inside, so the first `limit + 1` inside are the
+ * first overall); ending-soonest asks a short window of expiry first and lengthens it the same way (the expiry
+ * is the index's fourth coordinate). Either search stops at the query's radius, or at the open end of time.
+ */
+
+export interface SearchQuery {
+  latitude: number
+  longitude: number
+  radiusMeters: number
+  sort: 'distance' | 'ending_soon'
+  minDiscountRate: number
+  limit: number
+  /** The previous page's last listing: this page starts strictly after it in the sort's order. */
+  after: CursorKey | undefined
+  nowMs: number
+}
+
+export interface Hit {
+  id: string
+  /** Exact (unrounded) great-circle distance in metres. */
+  distance: number
+  expiresAtUnix: number
+}
+
+export type Candidates = (box: IndexBox, filter: ActiveFilter) => Promise<CandidateRow[]>
+
+/** The first circle nearest-first asks: a dense city centre holds a page within it. */
+const FIRST_RADIUS_M = 250
+/**
+ * The first window of expiry ending-soonest asks, in seconds: short, since in a dense city every second brings
+ * a few expiries within 50 km (a 60-second window fetched 400 there for a page of 20); empty windows double it.
+ */
+const FIRST_WINDOW_S = 4
+/** Past this window the search asks the open end of time: no listing lives a year. */
+const LAST_WINDOW_S = 366 * 24 * 3600
+
+/** How much to widen the next step, from how many listings this one held and how many are wanted. */
+function growth(found: number, wanted: number, dimension: 1 | 2): number {
+  // Density is roughly even at the scale of one step: aim 25% past the wanted count, never less than 1.5× (so a
+  // page that is just short does not take many steps) and never more than 16× (a sparse step says little).
+  const ratio = ((wanted / Math.max(found, 1)) * 1.25) ** (1 / dimension)
+  return Math.min(16, Math.max(1.5, ratio))
+}
+
+/** Is (key, id) strictly after the cursor in the order key ascending, then id ascending? */
+const isAfter = (key: number, id: string, after: CursorKey | undefined) =>
+  after === undefined || key > after.key || (key === after.key && id > after.id)
+
+const byKeyThenId = (key: (hit: Hit) => number) => (a: Hit, b: Hit) => key(a) - key(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+function boxAround(center: { x: number; y: number; z: number }, half: number, tLo: number, tHi: number): IndexBox {
+  return {
+    lo: [center.x - half, center.y - half, center.z - half, tLo],
+    hi: [center.x + half, center.y + half, center.z + half, tHi],
+  }
+}
+
+/**
+ * The first `limit + 1` matching listings after the cursor, in the sort's order (the extra one says whether
+ * another page exists).
+ */
+export async function search(query: SearchQuery, candidates: Candidates): Promise<Hit[]> {
+  const center = unitVector(query.latitude, query.longitude)
+  // Active now: contract §10 says expired once now ≥ expiresAtUnix × 1000.
+  const firstLiving = Math.floor(query.nowMs / 1000) + 1
+  const wanted = query.limit + 1
+  const hitsOf = (rows: CandidateRow[], within: number, key: (hit: Hit) => number) => {
+    const hits: Hit[] = []
+    for (const row of rows) {
+      const distance = greatCircleMeters(query.latitude, query.longitude, row.latitude, row.longitude)
+      if (distance > within) continue
+      const hit = { id: row.id, distance, expiresAtUnix: Number(row.expires_at_unix) }
+      if (isAfter(key(hit), hit.id, query.after)) hits.push(hit)
+    }
+    return hits
+  }
+  // Half a second of margin either side of an expiry range: the box only preselects, by the rounded coordinate.
+  const margin = EXPIRY_SCALE / 2
+
+  if (query.sort === 'distance') {
+    const key = (hit: Hit) => hit.distance
+    const filter: ActiveFilter = { minDiscountRate: query.minDiscountRate, expiresFrom: firstLiving, expiresUntil: null }
+    const tLo = expiryCoordinate(firstLiving) - margin
+    let radius = Math.min(query.radiusMeters, (query.after?.key ?? 0) + FIRST_RADIUS_M)
+    for (;;) {
+      const rows = await candidates(boxAround(center, chordHalfSide(radius), tLo, FAR_FUTURE_COORDINATE), filter)
+      const hits = hitsOf(rows, radius, key)
+      if (hits.length >= wanted || radius >= query.radiusMeters) return hits.sort(byKeyThenId(key)).slice(0, wanted)
+      radius = Math.min(query.radiusMeters, radius * growth(hits.length, wanted, 2))
+    }
+  }
+
+  const key = (hit: Hit) => hit.expiresAtUnix
+  const half = chordHalfSide(query.radiusMeters)
+  // Windows follow each other without overlap, and their hits add up: once they hold `wanted`, the first `wanted`
+  // by expiry are among them (every later window's listings expire later). An empty window only doubles the next
+  // one: listings may start expiring much later than now, and a big leap would fetch thousands at once.
+  const hits: Hit[] = []
+  let from = Math.max(firstLiving, query.after?.key ?? 0)
+  let window = FIRST_WINDOW_S
+  for (;;) {
+    const until = window > LAST_WINDOW_S ? null : from + window - 1
+    const filter: ActiveFilter = { minDiscountRate: query.minDiscountRate, expiresFrom: from, expiresUntil: until }
+    const tHi = until === null ? FAR_FUTURE_COORDINATE : expiryCoordinate(until) + margin
+    const rows = await candidates(boxAround(center, half, expiryCoordinate(from) - margin, tHi), filter)
+    const found = hitsOf(rows, query.radiusMeters, key)
+    hits.push(...found)
+    if (hits.length >= wanted || until === null) return hits.sort(byKeyThenId(key)).slice(0, wanted)
+    from = until + 1
+    window = found.length === 0 ? window * 2 : Math.ceil(window * Math.min(8, Math.max(1, ((wanted - hits.length) / found.length) * 1.25)))
+  }
+}

@@ -1,0 +1,111 @@
+import { sql, type RawBuilder } from 'kysely'
+import type { DialectName } from '../db/connection.js'
+import { EXPIRY_EPOCH_UNIX, EXPIRY_SCALE } from './sphere.js'
+
+/*
+ * The one place where discovery's SQL differs between the databases: how the 4-D box (sphere.ts) is asked of
+ * each one's spatial index. Everything else (the exact distance, the order, the pages) is the same code.
+ *
+ * SQLite: an R*Tree virtual table, listing_geo (better-sqlite3 builds SQLite with it), written in the create's
+ * own transaction (sqlite-create.ts). SQLite has no index on expressions of this kind, so the points are stored.
+ * PostgreSQL: a GiST index of the `cube` extension over an expression of the listing's own columns, partial on
+ * "not withdrawn, not sold out": nothing to write on the create path, and PostgreSQL maintains it.
+ */
+
+/** A query box: the unit-sphere point ± half, and a range of the expiry coordinate. */
+export interface IndexBox {
+  lo: [number, number, number, number]
+  hi: [number, number, number, number]
+}
+
+/** The exact conditions besides the box: what makes a listing discoverable now, and the expiry range asked. */
+export interface ActiveFilter {
+  minDiscountRate: number
+  /** Inclusive: nowUnix + 1 or more (contract §10: expired once now ≥ expiresAtUnix). */
+  expiresFrom: number
+  /** Inclusive, or no upper end. */
+  expiresUntil: number | null
+}
+
+/**
+ * PostgreSQL's expression for a listing's 4-D point: the planner uses the index only for the very expression it
+ * was built on (migration 2026-11-24-discovery), so this must stay that expression, and the partial condition too.
+ */
+const POSTGRES_POINT = `cube(array[
+  cos(radians(latitude)) * cos(radians(longitude)),
+  cos(radians(latitude)) * sin(radians(longitude)),
+  sin(radians(latitude)),
+  (expires_at_unix - ${EXPIRY_EPOCH_UNIX})::float8 * ${EXPIRY_SCALE}::float8])`
+
+/** Rows that can be active: PostgreSQL's partial index holds these only, and every query says so to use it. */
+const POSTGRES_PARTIAL = 'withdrawn_at_ms is null and sold_out = 0'
+
+
+/** Row of a candidate query: enough to compute the exact distance and the order, nothing more. */
+export interface CandidateRow {
+  id: string
+  latitude: number
+  longitude: number
+  expires_at_unix: number
+}
+
+/** The parameters of a candidate query: the box's corners, and the filter. */
+export interface CandidateParams extends Record<string, unknown> {
+  lx: number
+  ly: number
+  lz: number
+  lt: number
+  hx: number
+  hy: number
+  hz: number
+  ht: number
+  minDiscountRate: number
+  expiresFrom: number
+  expiresUntil: number
+}
+
+type Param = <K extends keyof CandidateParams & string>(name: K) => CandidateParams[K]
+
+/**
+ * The candidate query: every active listing whose point lies in the box and that passes the filter, with or
+ * without an upper end of expiry. Built once per shape (PreparedQuery), bound per request.
+ */
+export function candidatesSql(dialect: DialectName, bounded: boolean, param: Param): RawBuilder<CandidateRow> {
+  const until = bounded ? sql` and expires_at_unix <= ${param('expiresUntil')}` : sql``
+  if (dialect === 'sqlite') {
+    // The R*Tree's constraints first, then the listing by primary key (listing_geo.listing_id): the join sees only
+    // what the box let through. The R*Tree also holds withdrawn and sold-out listings (writes there are on the
+    // create path only); the exact conditions drop them.
+    return sql<CandidateRow>`
+      select l.id, l.latitude, l.longitude, l.expires_at_unix
+      from listing_geo g join listings l on l.id = g.listing_id
+      where g.x0 <= ${param('hx')} and g.x1 >= ${param('lx')} and g.y0 <= ${param('hy')} and g.y1 >= ${param('ly')}
+        and g.z0 <= ${param('hz')} and g.z1 >= ${param('lz')} and g.t0 <= ${param('ht')} and g.t1 >= ${param('lt')}
+        and l.withdrawn_at_ms is null and l.sold_out = 0 and l.discount_rate >= ${param('minDiscountRate')}
+        and l.expires_at_unix >= ${param('expiresFrom')}${until}`
+  }
+  return sql<CandidateRow>`
+    select id, latitude, longitude, expires_at_unix
+    from listings
+    where ${sql.raw(POSTGRES_POINT)} <@ cube(
+        array[${param('lx')}, ${param('ly')}, ${param('lz')}, ${param('lt')}]::float8[],
+        array[${param('hx')}, ${param('hy')}, ${param('hz')}, ${param('ht')}]::float8[])
+      and ${sql.raw(POSTGRES_PARTIAL)} and discount_rate >= ${param('minDiscountRate')}
+      and expires_at_unix >= ${param('expiresFrom')}${until}`
+}
+
+export function candidateParams(box: IndexBox, filter: ActiveFilter): CandidateParams {
+  const [lx, ly, lz, lt] = box.lo
+  const [hx, hy, hz, ht] = box.hi
+  return { lx, ly, lz, lt, hx, hy, hz, ht, minDiscountRate: filter.minDiscountRate, expiresFrom: filter.expiresFrom, expiresUntil: filter.expiresUntil ?? 0 }
+}
+
+/**
+ * `l.id` is one of the ids in a JSON array parameter: one statement text for any number of ids, so it is prepared
+ * once. SQLite reads the array with json_each; PostgreSQL compares with any() of the array it parses.
+ */
+export function idInJsonArray(dialect: DialectName, ids: unknown): RawBuilder<boolean> {
+  return dialect === 'sqlite'
+    ? sql<boolean>`l.id in (select value from json_each(${ids}))`
+    : sql<boolean>`l.id = any(array(select jsonb_array_elements_text(cast(${ids} as jsonb))))`
+}
