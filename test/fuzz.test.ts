@@ -349,24 +349,33 @@ const validPatch: fc.Arbitrary<Node> = fc
     return toNode(body)
   })
 
-const patchBody: fc.Arbitrary<Body> = fc.oneof(
-  { weight: 3, arbitrary: validPatch.map((tree) => ({ kind: 'tree' as const, tree, mutations: 0 })) },
-  {
-    weight: 8,
-    arbitrary: fc.tuple(validPatch, fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([tree, changes]) => ({
-      kind: 'tree' as const,
-      tree: changes.reduce(apply, tree),
-      mutations: changes.length,
-    })),
-  },
-  { weight: 1, arbitrary: anyJson.map((tree) => ({ kind: 'tree' as const, tree, mutations: 1 })) },
-  {
-    weight: 1,
-    arbitrary: fc
-      .constantFrom('', 'null', '{}', '[]', '{"items":[]}', '{"items":[{"position":0}]}', '{"listingDetails":{}}', '{"__proto__":{"polluted":1}}')
-      .map((text) => ({ kind: 'bytes' as const, bytes: Buffer.from(text) })),
-  },
-)
+/** Bodies around a valid one: itself, mutated by one to three mutations, any JSON, and `raw` texts. */
+function bodiesAround(valid: fc.Arbitrary<Node>, validWeight: number, raw: string[]): fc.Arbitrary<Body> {
+  return fc.oneof(
+    { weight: validWeight, arbitrary: valid.map((tree) => ({ kind: 'tree' as const, tree, mutations: 0 })) },
+    {
+      weight: 8,
+      arbitrary: fc.tuple(valid, fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([tree, changes]) => ({
+        kind: 'tree' as const,
+        tree: changes.reduce(apply, tree),
+        mutations: changes.length,
+      })),
+    },
+    { weight: 1, arbitrary: anyJson.map((tree) => ({ kind: 'tree' as const, tree, mutations: 1 })) },
+    { weight: 1, arbitrary: fc.constantFrom(...raw).map((text) => ({ kind: 'bytes' as const, bytes: Buffer.from(text) })) },
+  )
+}
+
+const patchBody = bodiesAround(validPatch, 3, [
+  '',
+  'null',
+  '{}',
+  '[]',
+  '{"items":[]}',
+  '{"items":[{"position":0}]}',
+  '{"listingDetails":{}}',
+  '{"__proto__":{"polluted":1}}',
+])
 
 // ---- webhook endpoint bodies (contract §11) ----------------------------------------------------------------------
 
@@ -380,24 +389,16 @@ const validEndpoint: fc.Arbitrary<Node> = fc
   })
   .map(({ url, events }) => toNode(events === undefined ? { url } : { url, events }))
 
-const endpointBody: fc.Arbitrary<Body> = fc.oneof(
-  { weight: 2, arbitrary: validEndpoint.map((tree) => ({ kind: 'tree' as const, tree, mutations: 0 })) },
-  {
-    weight: 8,
-    arbitrary: fc.tuple(validEndpoint, fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([tree, changes]) => ({
-      kind: 'tree' as const,
-      tree: changes.reduce(apply, tree),
-      mutations: changes.length,
-    })),
-  },
-  { weight: 1, arbitrary: anyJson.map((tree) => ({ kind: 'tree' as const, tree, mutations: 1 })) },
-  {
-    weight: 1,
-    arbitrary: fc
-      .constantFrom('', 'null', '{}', '[]', '{"url":null}', '{"url":"http://127.0.0.1/"}', '{"url":"http://[::1]/"}', '{"__proto__":{"polluted":1}}')
-      .map((text) => ({ kind: 'bytes' as const, bytes: Buffer.from(text) })),
-  },
-)
+const endpointBody = bodiesAround(validEndpoint, 2, [
+  '',
+  'null',
+  '{}',
+  '[]',
+  '{"url":null}',
+  '{"url":"http://127.0.0.1/"}',
+  '{"url":"http://[::1]/"}',
+  '{"__proto__":{"polluted":1}}',
+])
 
 type IfMatchCase = { kind: 'none' } | { kind: 'current' } | { kind: 'stale' } | { kind: 'any' } | { kind: 'raw'; value: string }
 const ifMatch: fc.Arbitrary<IfMatchCase> = fc.oneof(

@@ -1,5 +1,6 @@
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
+import type { WebhookAttemptsTable, WebhookDeliveriesTable } from '../db/tables.js'
 import type { EventType } from '../events/types.js'
 import { ENDPOINT_COLUMNS, type EndpointRow } from './endpoint-scripts.js'
 import { typesOf } from './event-mask.js'
@@ -19,23 +20,8 @@ export function endpointView(row: EndpointRow): WebhookEndpoint {
   }
 }
 
-interface PendingRow {
-  event_id: string
-  event_type: string
-  attempts: number
-  next_attempt_at_ms: number
-}
-
-interface AttemptRow {
-  event_id: string
-  event_type: string
-  attempt: number
-  outcome: 'succeeded' | 'failed'
-  response_status: number | null
-  duration_ms: number
-  at_ms: number
-  error: string | null
-}
+type PendingRow = Pick<WebhookDeliveriesTable, 'event_id' | 'event_type' | 'attempts' | 'next_attempt_at_ms'>
+type AttemptRow = Omit<WebhookAttemptsTable, 'endpoint_id'>
 
 /** Reads of webhook endpoints and their delivery log; their changes are write scripts (endpoint-scripts.ts). */
 export class WebhookRepository {
