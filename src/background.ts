@@ -5,6 +5,7 @@ import { isDatabaseUnavailable } from './db/dialect.js'
 import { PRUNE_BATCH, PRUNE_INTERVAL_MS } from './events/retention.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import { recordExpiries, SWEEP_INTERVAL_MS } from './listings/expiry.js'
+import type { Metrics } from './metrics.js'
 import { Periodic } from './periodic.js'
 import { WebhookSender } from './webhooks/sender.js'
 import { DeliveryWorker } from './webhooks/worker.js'
@@ -19,6 +20,7 @@ export interface BackgroundDependencies {
   writes: Writes
   clock: Clock
   logger: FastifyBaseLogger
+  metrics: Metrics
   config: Pick<
     Config,
     'EVENT_RETENTION_DAYS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'
@@ -32,7 +34,7 @@ const DAY_MS = 24 * 3600 * 1000
  * old events. It runs on every instance at once, safely (the scripts take their rows with SKIP LOCKED or a
  * lease). server.ts starts it once listening and stops it with the drain, before the database closes.
  */
-export function startBackgroundJobs({ writes, clock, logger, config }: BackgroundDependencies): BackgroundJobs {
+export function startBackgroundJobs({ writes, clock, logger, metrics, config }: BackgroundDependencies): BackgroundJobs {
   const onError = (job: string) => (error: unknown) => {
     // An outage is reported by requests too; the job simply tries again at its next turn.
     if (isDatabaseUnavailable(error)) logger.warn({ err: error, job }, 'background job: database unavailable')
@@ -66,6 +68,7 @@ export function startBackgroundJobs({ writes, clock, logger, config }: Backgroun
     logger,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     retryDelaysMs: retryDelaysMs(config),
+    observer: metrics.webhookAttempts,
     sender: new WebhookSender({
       policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,

@@ -15,6 +15,12 @@ export const UNMATCHED_ROUTE = 'unmatched'
  * Label values are bounded and say nothing about callers: a route template, a status, an outcome, an
  * operation; never a URL, provider id or token.
  */
+/** What the webhook delivery worker reports (webhooks/worker.ts). */
+export interface AttemptObserver {
+  attempted(succeeded: boolean, seconds: number): void
+  firstAttemptLag(seconds: number): void
+}
+
 export class Metrics {
   readonly registry = new Registry()
 
@@ -63,6 +69,21 @@ export class Metrics {
     registers: [this.registry],
   })
 
+  readonly #webhookAttempts = new Histogram({
+    name: 'listing_webhook_attempt_duration_seconds',
+    help: 'Webhook attempts (POST to a receiver until its status, or the failure), by outcome: succeeded, failed.',
+    labelNames: ['outcome'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  })
+
+  readonly #webhookLag = new Histogram({
+    name: 'listing_webhook_first_attempt_lag_seconds',
+    help: 'Time from an event\'s commit to the start of its first delivery attempt (contract: within 5 s).',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  })
+
   readonly #rateLimitStoreErrors = new Counter({
     name: 'listing_rate_limit_store_errors_total',
     help: 'Errors of the shared rate-limit store (Redis).',
@@ -79,6 +100,13 @@ export class Metrics {
     }
     for (const source of REUSE_SOURCES) this.#probeReuses.inc({ source }, 0)
     for (const operation of QUERY_OPERATIONS) this.#queryDuration.zero({ operation })
+    for (const outcome of ['succeeded', 'failed']) this.#webhookAttempts.zero({ outcome })
+  }
+
+  /** The webhook delivery worker's observer. */
+  readonly webhookAttempts: AttemptObserver = {
+    attempted: (succeeded, seconds) => this.#webhookAttempts.observe({ outcome: succeeded ? 'succeeded' : 'failed' }, seconds),
+    firstAttemptLag: (seconds) => this.#webhookLag.observe(seconds),
   }
 
   /** One answered request. `route` is a route template or UNMATCHED_ROUTE. */

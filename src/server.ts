@@ -135,7 +135,7 @@ export async function serve(): Promise<void> {
   app = await buildApp({ config, database, logger, metrics, drain, writes })
   if (stopping) return
   const address = await app.listen({ port: config.PORT, host: config.HOST })
-  jobs = startBackgroundJobs({ writes, clock: systemClock, logger, config })
+  jobs = startBackgroundJobs({ writes, clock: systemClock, logger, metrics, config })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it (migrations, the demo banner) is done. It says where to go next.

@@ -3,6 +3,7 @@ import { after, afterEach, test } from 'node:test'
 import { listingBody } from './fixtures.js'
 import { createTestDatabase, parseJsonOrUndefined, testDialects } from './helper.js'
 import { killAll, runCli, startServer, type ServerProcess } from './process.js'
+import { parseExposition, valueOf } from './prometheus-text.js'
 import { startReceiver, verifies, type Receiver } from './webhook-receiver.js'
 
 // Contract §11 with real processes: no committed event is lost across kill -9 (at least once; duplicates only
@@ -133,6 +134,12 @@ test('two instances on one PostgreSQL database: every event delivered once, none
     // Both instances took part.
     const attempted = servers.map((server) => server.logLines().filter((line) => line.msg === 'webhook attempt').length)
     assert.ok(attempted.every((n) => n > 0), `attempts per instance: ${attempted}`)
+    // Operators see them in /metrics: attempts by outcome, and the lag to each first attempt.
+    const scraped = await Promise.all(servers.map(async (server) => parseExposition(await (await fetch(`${server.baseUrl}/metrics`)).text())))
+    const count = (name: string, labels?: Record<string, string>) => scraped.reduce((sum, exposition) => sum + (valueOf(exposition, name, labels) ?? 0), 0)
+    assert.equal(count('listing_webhook_attempt_duration_seconds_count', { outcome: 'succeeded' }), 60)
+    assert.equal(count('listing_webhook_attempt_duration_seconds_count', { outcome: 'failed' }), 0)
+    assert.equal(count('listing_webhook_first_attempt_lag_seconds_count'), 60)
     await Promise.all(servers.map((server) => server.stop('SIGTERM')))
   } finally {
     await database.drop()

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { Clock } from '../clock.js'
+import type { AttemptObserver } from '../metrics.js'
 import { eventOf } from '../events/feed.js'
 import { Periodic } from '../periodic.js'
 import { TrailingBatches } from '../trailing-batches.js'
@@ -25,7 +26,11 @@ export interface DeliveryWorkerOptions {
   pollMs?: number
   /** [0, 1): the jitter of retries (tests pin it). */
   random?: () => number
+  /** Metrics of attempts (server.ts passes the process's). */
+  observer?: AttemptObserver
 }
+
+const NO_OBSERVER: AttemptObserver = { attempted: () => {}, firstAttemptLag: () => {} }
 
 /** Contract §11: an endpoint with only failures for 5 days is disabled. */
 export const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000
@@ -64,7 +69,7 @@ const CLAIM_COALESCE_MS = 10
  * logger's type; server.ts starts it once listening and stops it with the drain.
  */
 export class DeliveryWorker {
-  readonly #options: Required<Omit<DeliveryWorkerOptions, 'random'>> & { random: () => number }
+  readonly #options: Required<DeliveryWorkerOptions>
   readonly #periodic: Periodic
   readonly #recorder: TrailingBatches<AttemptRecord, void>
   readonly #inFlight = new Set<Promise<void>>()
@@ -80,7 +85,7 @@ export class DeliveryWorker {
   #claimSoon?: NodeJS.Timeout
 
   constructor(options: DeliveryWorkerOptions) {
-    this.#options = { maxInFlight: 128, perEndpoint: 32, pollMs: 250, random: Math.random, ...options }
+    this.#options = { maxInFlight: 128, perEndpoint: 32, pollMs: 250, random: Math.random, observer: NO_OBSERVER, ...options }
     const { logger, writes, clock } = this.#options
     this.#periodic = new Periodic(
       () => this.#claimAndStart(),
@@ -164,7 +169,7 @@ export class DeliveryWorker {
   }
 
   async #attempt(delivery: ClaimedDelivery): Promise<void> {
-    const { clock, sender, retryDelaysMs, random, logger } = this.#options
+    const { clock, sender, retryDelaysMs, random, logger, observer } = this.#options
     const body = JSON.stringify(eventOf(delivery, delivery.industry))
     const atMs = clock()
     const timestamp = Math.floor(atMs / 1000)
@@ -181,6 +186,8 @@ export class DeliveryWorker {
     this.#cancels.add(cancel)
     const result = await sender.send(delivery.url, headers, body, cancel.signal).finally(() => this.#cancels.delete(cancel))
     if (result.cancelled) return
+    observer.attempted(result.succeeded, result.durationMs / 1000)
+    if (delivery.attempts === 0) observer.firstAttemptLag(Math.max(0, atMs - delivery.created_at_ms) / 1000)
     if (!result.succeeded) this.#resting.set(delivery.endpoint_id, performance.now() + REST_AFTER_FAILURE_MS)
     const attempt = delivery.attempts + 1
     const delay = retryDelaysMs[attempt - 1]
