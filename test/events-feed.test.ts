@@ -79,6 +79,30 @@ await describeEachDialect('event feed', (service) => {
     for (const event of expired) assert.equal(event.data.updatedAt, new Date(event.data.expiresAtUnix * 1000).toISOString())
   })
 
+  test('retention: events older than EVENT_RETENTION_DAYS go, with the deliveries they owed and the log of that age', async () => {
+    const { token } = await service.newProvider()
+    const endpoint = await service.request('POST', '/api/v1/webhooks', { token, json: { url: 'https://hooks.example.com/x' } })
+    assert.equal(endpoint.status, 201, endpoint.text)
+    assert.equal((await service.create(token, listingBody())).status, 201)
+    const [old] = (await service.request('GET', '/api/v1/events', { token })).body.data
+    const dayMs = 24 * 3600 * 1000
+    service.clock.now += (service.config.EVENT_RETENTION_DAYS - 1) * dayMs
+    assert.equal((await service.create(token, listingBody())).status, 201)
+    const owed = async () => Number((await service.database.kysely.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll().as('n')).where('endpoint_id', '=', endpoint.body.id).executeTakeFirst())?.n)
+    assert.equal(await owed(), 2)
+
+    service.clock.now += 2 * dayMs
+    const pruned = await service.writes.run('pruneEvents', { beforeMs: service.clock() - service.config.EVENT_RETENTION_DAYS * dayMs, limit: 1000 })
+    assert.equal(pruned, 1)
+    const kept = (await service.request('GET', '/api/v1/events', { token })).body.data
+    assert.equal(kept.length, 1)
+    assert.notEqual(kept[0].id, old.id)
+    assert.equal(await owed(), 1)
+    const after = await service.request('GET', `/api/v1/events?after=${old.id}`, { token })
+    assertProblem(after, 400, 'invalid-request')
+    assert.deepEqual(after.body.errors.map((error: { parameter: string }) => error.parameter), ['after'])
+  })
+
   test('pages: limit bounds each page, nextCursor continues it, nothing repeats', async () => {
     const provider = await service.newProvider()
     for (let i = 0; i < 12; i++) assert.equal((await service.create(provider.token, listingBody())).status, 201)
