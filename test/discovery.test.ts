@@ -278,6 +278,15 @@ await describeEachDialect('discovery', (service) => {
     service.clock.now = saved
   })
 
+  test('regression: a create at latitude 2e-323 answered 500 on PostgreSQL (its index expression underflowed)', async () => {
+    const provider = providers[2] as TestProvider
+    const tiny = [await createAt(provider, 2e-323, 1e-310), await createAt(provider, 90, 1e-310), await createAt(provider, -1e-300, -5e-324)]
+    const found = await service.request('GET', search({ latitude: 0, longitude: 0, radiusKm: 1 }), { token: marketplace.token })
+    assert.deepEqual(found.body.data.map((e: any) => [e.listing.id, e.distanceMeters]).sort(), [[tiny[0]?.id, 0], [tiny[2]?.id, 0]].sort())
+    const pole = await service.request('GET', search({ latitude: 90, longitude: 0, radiusKm: 0.001 }), { token: marketplace.token })
+    assert.deepEqual(pole.body.data.map((e: any) => e.listing.id), [tiny[1]?.id])
+  })
+
   test('minDiscountRate keeps only listings discounted at least that much', async () => {
     const query: Query = { latitude: 24.7136, longitude: 46.6753, radiusKm: 50, sort: 'ending_soon', minDiscountRate: 0.9 }
     const { hits } = await walk(service, marketplace.token, query, 50)

@@ -28,13 +28,21 @@ export interface ActiveFilter {
 }
 
 /**
+ * A coordinate, with magnitudes below 1e-200 degrees read as 0. PostgreSQL raises "value out of range: underflow"
+ * when a float8 product rounds to zero, and an index expression that raises fails the insert: a create at
+ * latitude 2e-323 (a valid number, found by the fuzz test) answered 500. The box only preselects (its margin is
+ * 1e-9 of the unit sphere), so a position moved by less than 1e-200 degrees changes nothing.
+ */
+const NOT_TINY = (column: string) => `(case when abs(${column}) < 1e-200 then 0 else ${column} end)`
+
+/**
  * PostgreSQL's expression for a listing's 4-D point: the planner uses the index only for the very expression it
  * was built on (migration 2026-11-24-discovery), so this must stay that expression, and the partial condition too.
  */
 const POSTGRES_POINT = `cube(array[
-  cos(radians(latitude)) * cos(radians(longitude)),
-  cos(radians(latitude)) * sin(radians(longitude)),
-  sin(radians(latitude)),
+  cos(radians(${NOT_TINY('latitude')})) * cos(radians(${NOT_TINY('longitude')})),
+  cos(radians(${NOT_TINY('latitude')})) * sin(radians(${NOT_TINY('longitude')})),
+  sin(radians(${NOT_TINY('latitude')})),
   (expires_at_unix - ${EXPIRY_EPOCH_UNIX})::float8 * ${EXPIRY_SCALE}::float8])`
 
 /** Rows that can be active: PostgreSQL's partial index holds these only, and every query says so to use it. */

@@ -47,10 +47,14 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
         from listings where withdrawn_at_ms is null and expires_at_unix > ${nowUnix})`.execute(db)
   } else {
     await sql`create extension if not exists cube`.execute(db)
+    // Magnitudes below 1e-200 degrees are read as 0: PostgreSQL raises on a float8 product that underflows to 0,
+    // and an index expression that raises fails the insert (discovery/spatial-index.ts says more).
+    const lat = '(case when abs(latitude) < 1e-200 then 0 else latitude end)'
+    const lon = '(case when abs(longitude) < 1e-200 then 0 else longitude end)'
     await sql.raw(`create index listings_discovery on listings using gist ((cube(array[
-      cos(radians(latitude)) * cos(radians(longitude)),
-      cos(radians(latitude)) * sin(radians(longitude)),
-      sin(radians(latitude)),
+      cos(radians(${lat})) * cos(radians(${lon})),
+      cos(radians(${lat})) * sin(radians(${lon})),
+      sin(radians(${lat})),
       (expires_at_unix - ${EXPIRY_EPOCH_UNIX})::float8 * ${EXPIRY_SCALE}::float8])))
       where withdrawn_at_ms is null and sold_out = 0`).execute(db)
   }
