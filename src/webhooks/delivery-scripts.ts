@@ -34,11 +34,9 @@ export interface ClaimedDelivery extends EventRow {
 }
 
 /**
- * Takes due deliveries of enabled endpoints by setting their lease. The due rows are read without a lock, the
- * ones chosen are then locked FOR UPDATE SKIP LOCKED on PostgreSQL and checked again, so two instances claiming
- * at once take different ones, never wait on each other, and lock only what they take (not the queue of a dead
- * endpoint they pass over); the lease then keeps a delivery out of every other claim until its attempt is
- * recorded or the lease has run out. Endpoints already at their share of
+ * Takes due deliveries of enabled endpoints by setting their lease. On PostgreSQL the rows are read FOR UPDATE
+ * SKIP LOCKED, so two instances claiming at once take different ones; the lease then keeps them out of every
+ * other claim until the attempt is recorded or the lease has run out. Endpoints already at their share of
  * attempts in this process, or resting, are passed over in SQL, so one slow receiver with a long queue cannot
  * fill the claim and starve the others. An endpoint that is failing (its last attempt failed) gets one attempt
  * at a time: a receiver that is down is probed, not flooded, and its queue costs the database little.
@@ -55,7 +53,7 @@ export function* claimDeliveries(d: ScriptSql, args: ClaimArgs): Script<Claim> {
      where next_attempt_at_ms <= ? and (lease_until_ms is null or lease_until_ms <= ?)
        and endpoint_id in (select id from webhook_endpoints where status = 'enabled')
        and endpoint_id not in (select s.id from ${d.jsonRows('s', { id: 'text' })})
-     order by next_attempt_at_ms limit ?`,
+     order by next_attempt_at_ms limit ?${d.forUpdateSkipLocked}`,
     [args.nowMs, args.nowMs, JSON.stringify(saturated), args.limit * 4],
   )
   if (candidates.length === 0) return NOTHING_DUE
@@ -79,13 +77,7 @@ export function* claimDeliveries(d: ScriptSql, args: ClaimArgs): Script<Claim> {
   // More is due than this claim took: what the caps passed over, or what the candidates' limit left out.
   const more = candidates.length > taken.length || candidates.length === args.limit * 4
   if (taken.length === 0) return { deliveries: [], more }
-  const locked = yield* query<{ id: string }>(
-    `select id from webhook_deliveries
-     where id in (select c.id from ${d.jsonRows('c', { id: 'text' })}) and (lease_until_ms is null or lease_until_ms <= ?)${d.forUpdateSkipLocked}`,
-    [JSON.stringify(taken), args.nowMs],
-  )
-  if (locked.length === 0) return { deliveries: [], more: true }
-  const ids = JSON.stringify(locked)
+  const ids = JSON.stringify(taken)
   yield* execute(`update webhook_deliveries set lease_until_ms = ? where id in (select c.id from ${d.jsonRows('c', { id: 'text' })})`, [
     args.leaseUntilMs,
     ids,
