@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import type { FastifyInstance } from 'fastify'
 import { Problem, sendProblem } from '../errors.js'
 import type { ImageCheck } from '../images/check.js'
@@ -18,6 +19,12 @@ export class Drain {
   #draining = false
   #waiting = 0
   readonly #cut = new AbortController()
+
+  constructor() {
+    // One listener per create waiting on its images (bound() removes it after): 50 concurrent creates are 50, not
+    // a leak, and Node's warning past 10 went to stderr under every load test.
+    setMaxListeners(0, this.#cut.signal)
+  }
 
   get draining(): boolean {
     return this.#draining
