@@ -107,11 +107,6 @@ export class DeliveryWorker {
     this.#periodic.start()
   }
 
-  /** Looks for due deliveries now (tests; a commit in this process could, too). */
-  wake(): void {
-    this.#periodic.wake()
-  }
-
   /**
    * Claims nothing more, lets the attempts in flight finish for a while, then cuts the rest off: their outcome
    * is unknown, so they are not recorded, and their leases let another instance (or this one after a restart)
@@ -133,7 +128,7 @@ export class DeliveryWorker {
     const { writes, clock, maxInFlight, perEndpoint, timeoutMs } = this.#options
     while (!this.#stopping) {
       const limit = Math.min(maxInFlight - this.#inFlight.size, CLAIM_BATCH)
-      if (limit <= 0) return // an attempt that ends wakes the next turn
+      if (limit <= 0) return // the next poll, or an attempt ending while backlogged, starts the next turn
       const nowMs = clock()
       const now = performance.now()
       for (const [endpointId, until] of this.#resting) if (until <= now) this.#resting.delete(endpointId)
