@@ -24,6 +24,7 @@ import { startImageServer, type ImageServer } from '../test/image-server.js'
 import { runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
 import { listingBody, machine, ROOT, startService, writeResult } from './lib.js'
 import { seed } from './seed.js'
+import { seededRandom as random } from '../test/seeded-random.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -43,17 +44,6 @@ const WARMUP_S = 2
 const PER_PROVIDER = 10_000
 const DENSE_CITY_LISTINGS = 50_000
 
-/** A deterministic generator (mulberry32), so both databases get the same listings. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const KM_PER_DEGREE = 111.195
 /** The region: 1,000 km × 1,000 km around Riyadh's latitude. */

@@ -4,6 +4,7 @@ import { greatCircleMeters } from '../src/discovery/sphere.js'
 import { item, listingBody } from './fixtures.js'
 import { describeEachDialect, type Response, type TestProvider, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
+import { seededRandom as random } from './seeded-random.js'
 
 // Contract §12: GET /api/v1/discover against brute force over the same data, on each database.
 
@@ -23,17 +24,6 @@ function referenceMeters(lat1: number, lon1: number, lat2: number, lon2: number)
   return 2 * R * Math.asin(Math.min(1, chord / 2))
 }
 
-/** A seeded generator (mulberry32): the data and queries are the same on every run and both databases. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** What the test knows of a listing it created, to decide by itself whether a query must find it. */
 interface Known {
