@@ -20,6 +20,7 @@ import { sql } from 'kysely'
 import { openDatabase, type Database } from '../src/db/connection.js'
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer } from '../test/image-server.js'
+import { refusingUrl } from '../test/webhook-receiver.js'
 import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
 import { listingBody, machine, percentile, startService, writeResult } from './lib.js'
 import { seed } from './seed.js'
@@ -85,14 +86,6 @@ async function startBlackHole(): Promise<{ url: string; close(): void }> {
       server.close()
     },
   }
-}
-
-async function closedPortUrl(): Promise<string> {
-  const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return `http://127.0.0.1:${port}/hooks`
 }
 
 const owed = async (database: Database, endpointId?: string) => {
@@ -184,7 +177,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
     second.close()
 
     for (const [name, url, close] of [
-      ['refusing connections', await closedPortUrl(), () => {}],
+      ['refusing connections', await refusingUrl(), () => {}],
       ...(await startBlackHole().then((hole) => [['never answering', hole.url, hole.close]] as const)),
     ] as const) {
       const dead = await addEndpoint(url)

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict'
-import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import { afterEach, test } from 'node:test'
 import { pino } from 'pino'
 import { anyAddress, publicAddressesOnly, type AddressPolicy } from '../src/images/address-policy.js'
@@ -8,7 +6,7 @@ import { DISABLE_AFTER_MS, DeliveryWorker } from '../src/webhooks/worker.js'
 import { WebhookSender } from '../src/webhooks/sender.js'
 import { listingBody } from './fixtures.js'
 import { describeEachDialect, type TestService } from './helper.js'
-import { startReceiver, verifies, type Receiver } from './webhook-receiver.js'
+import { refusingUrl, startReceiver, verifies, type Receiver } from './webhook-receiver.js'
 
 // Contract §11: delivery of events to webhook endpoints, Standard Webhooks signatures, retries, disabling. The
 // worker runs in this process on the service's database and clock (the test clock): retries come due when the
@@ -82,15 +80,6 @@ async function logWhen(service: TestService, token: string, id: string, predicat
 async function stillAt(receiver: Receiver, count: number, ms = 300): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms))
   assert.equal(receiver.deliveries.length, count)
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 await describeEachDialect('webhook delivery', (service) => {
@@ -197,7 +186,7 @@ await describeEachDialect('webhook delivery', (service) => {
     const { token } = await service.newProvider()
     const hanging = await receiver(() => 'hang')
     const redirecting = await receiver(() => 302)
-    const urls = { timeout: hanging.url, refused: `http://127.0.0.1:${await closedPort()}/hooks`, redirect: redirecting.url }
+    const urls = { timeout: hanging.url, refused: await refusingUrl(), redirect: redirecting.url }
     const endpoints = Object.fromEntries(
       await Promise.all(Object.entries(urls).map(async ([name, url]) => [name, (await endpoint(service, token, url)).id] as const)),
     )

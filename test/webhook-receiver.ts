@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer as createTcpServer, type AddressInfo } from 'node:net'
 import { Webhook } from 'standardwebhooks'
 
 /**
@@ -116,4 +116,13 @@ export async function startReceiver(answer: Receiver['answer'] = () => 200): Pro
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
   return receiver
+}
+
+/** A URL on 127.0.0.1 whose port nothing listens on: a receiver that refuses connections. */
+export async function refusingUrl(): Promise<string> {
+  const server = createTcpServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return `http://127.0.0.1:${port}/hooks`
 }
