@@ -21,6 +21,8 @@ export interface BackgroundDependencies {
   clock: Clock
   logger: FastifyBaseLogger
   metrics: Metrics
+  /** Whether the API is busy: webhook deliveries then give way (http/request-pressure.ts). */
+  busy: () => boolean
   config: Pick<
     Config,
     'EVENT_RETENTION_DAYS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'
@@ -34,7 +36,7 @@ const DAY_MS = 24 * 3600 * 1000
  * old events. It runs on every instance at once, safely (the scripts take their rows with SKIP LOCKED or a
  * lease). server.ts starts it once listening and stops it with the drain, before the database closes.
  */
-export function startBackgroundJobs({ writes, clock, logger, metrics, config }: BackgroundDependencies): BackgroundJobs {
+export function startBackgroundJobs({ writes, clock, logger, metrics, busy, config }: BackgroundDependencies): BackgroundJobs {
   const onError = (job: string) => (error: unknown) => {
     // An outage is reported by requests too; the job simply tries again at its next turn.
     if (isDatabaseUnavailable(error)) logger.warn({ err: error, job }, 'background job: database unavailable')
@@ -69,6 +71,7 @@ export function startBackgroundJobs({ writes, clock, logger, metrics, config }: 
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     retryDelaysMs: retryDelaysMs(config),
     observer: metrics.webhookAttempts,
+    busy,
     sender: new WebhookSender({
       policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,

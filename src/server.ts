@@ -8,6 +8,7 @@ import { ConfigError, loadConfig, type Config } from './config.js'
 import { openDatabase, parseDatabaseUrl } from './db/connection.js'
 import { migrate } from './db/migrate.js'
 import { Drain } from './http/drain.js'
+import { RequestPressure } from './http/request-pressure.js'
 import { logDestination } from './log-output.js'
 import { Metrics } from './metrics.js'
 import { ProviderRepository, type IssuedToken } from './providers/repository.js'
@@ -135,7 +136,9 @@ export async function serve(): Promise<void> {
   app = await buildApp({ config, database, logger, metrics, drain, writes })
   if (stopping) return
   const address = await app.listen({ port: config.PORT, host: config.HOST })
-  jobs = startBackgroundJobs({ writes, clock: systemClock, logger, metrics, config })
+  const pressure = new RequestPressure()
+  pressure.watch(app.server)
+  jobs = startBackgroundJobs({ writes, clock: systemClock, logger, metrics, busy: () => pressure.busy(), config })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it (migrations, the demo banner) is done. It says where to go next.

@@ -25,7 +25,12 @@ afterEach(async () => {
   receivers.clear()
 })
 
-function startWorker(service: TestService, policy: AddressPolicy = anyAddress, retryDelaysMs = SCHEDULE_MS): DeliveryWorker {
+function startWorker(
+  service: TestService,
+  policy: AddressPolicy = anyAddress,
+  retryDelaysMs = SCHEDULE_MS,
+  options: { busy?: () => boolean; pollMs?: number } = {},
+): DeliveryWorker {
   const worker = new DeliveryWorker({
     writes: service.writes,
     clock: service.clock,
@@ -36,6 +41,7 @@ function startWorker(service: TestService, policy: AddressPolicy = anyAddress, r
     pollMs: 20,
     // No jitter: a retry is due exactly one delay after its failure.
     random: () => 0,
+    ...options,
   })
   workers.add(worker)
   worker.start()
@@ -83,6 +89,21 @@ async function stillAt(receiver: Receiver, count: number, ms = 300): Promise<voi
 }
 
 await describeEachDialect('webhook delivery', (service) => {
+  test('while the API is busy, deliveries give way (12 a poll, one claim per poll); at full speed once it eases', async () => {
+    const { token } = await service.newProvider()
+    const hooks = await receiver()
+    await endpoint(service, token, hooks.url)
+    for (let i = 0; i < 30; i++) await createListing(service, token)
+    let busy = true
+    startWorker(service, anyAddress, SCHEDULE_MS, { busy: () => busy, pollMs: 400 })
+    await hooks.waitFor((deliveries) => deliveries.length === 12)
+    // Each attempt's end would claim again at full speed; busy, only the next poll does.
+    await stillAt(hooks, 12, 250)
+    await hooks.waitFor((deliveries) => deliveries.length === 24)
+    busy = false
+    await hooks.waitFor((deliveries) => deliveries.length === 30)
+  })
+
   test('every event goes, signed, to each enabled endpoint subscribed to its type; the body is the feed’s event', async () => {
     const { token } = await service.newProvider()
     const all = await receiver()

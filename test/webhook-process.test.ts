@@ -118,7 +118,9 @@ test('two instances on one PostgreSQL database: every event delivered once, none
     const { token } = JSON.parse(created.stdout)
     const hooks = await startReceiver()
     receivers.push(hooks)
-    hooks.delayMs = 50
+    // Longer than a poll (250 ms): while one instance's attempts (32 at most per endpoint) are answered, the
+    // other's poll finds the rest due and unclaimed. At 50 ms, one instance sometimes took all 60 first.
+    hooks.delayMs = 300
     assert.equal((await call(servers[0] as ServerProcess, 'POST', '/api/v1/webhooks', token, { url: hooks.url })).status, 201)
     await Promise.all(
       Array.from({ length: 60 }, (_, i) => call(servers[i % 2] as ServerProcess, 'POST', '/api/v1/listing/create', token, listingBody())),

@@ -7,6 +7,7 @@ import * as postgresItemsWithoutFk from '../migrations/2026-11-22-postgres-items
 import * as listingLifecycle from '../migrations/2026-11-23-listing-lifecycle.js'
 import * as webhooks from '../migrations/2026-11-24-webhooks.js'
 import * as discovery from '../migrations/2026-11-24-discovery.js'
+import * as claimsByEndpoint from '../migrations/2026-11-24-claims-by-endpoint.js'
 
 interface Migration {
   name: string
@@ -22,6 +23,7 @@ const migrations: Migration[] = [
   { name: '2026-11-23-listing-lifecycle', up: listingLifecycle.up },
   { name: '2026-11-24-webhooks', up: webhooks.up },
   { name: '2026-11-24-discovery', up: discovery.up },
+  { name: '2026-11-24-claims-by-endpoint', up: claimsByEndpoint.up },
 ]
 
 /**

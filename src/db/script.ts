@@ -53,6 +53,13 @@ export interface ScriptSql {
    * one statement of fixed text, whatever their number, so PostgreSQL prepares it once.
    */
   jsonRows(alias: string, columns: Record<string, JsonColumnType>): string
+  /**
+   * `expression` is one of the strings of a JSON array parameter (one `?`), as a condition an index answers.
+   * jsonRows in an IN list is not that on PostgreSQL: it estimates a set-returning function at 100 rows, so it
+   * hashes them and reads the whole table instead of looking each one up (6 ms per statement with 30,000
+   * deliveries owed, four such statements per claim and record).
+   */
+  inJsonList(expression: string): string
 }
 
 const sqliteSql: ScriptSql = {
@@ -63,6 +70,7 @@ const sqliteSql: ScriptSql = {
     `(select ${Object.keys(columns)
       .map((name) => `json_extract(value, '$.${name}') as ${name}`)
       .join(', ')} from json_each(?)) as ${alias}`,
+  inJsonList: (expression) => `${expression} in (select value from json_each(?))`,
 }
 
 const postgresSql: ScriptSql = {
@@ -73,6 +81,8 @@ const postgresSql: ScriptSql = {
     `jsonb_to_recordset(cast(? as jsonb)) as ${alias}(${Object.entries(columns)
       .map(([name, type]) => `${name} ${type}`)
       .join(', ')})`,
+  // An array made by a subquery is a value to PostgreSQL's planner: `= any` of it is an index condition.
+  inJsonList: (expression) => `${expression} = any(array(select jsonb_array_elements_text(cast(? as jsonb))))`,
 }
 
 export const scriptSql: Record<ScriptDialect, ScriptSql> = { sqlite: sqliteSql, postgres: postgresSql }

@@ -25,8 +25,8 @@ export function* pruneEvents(d: ScriptSql, { beforeMs, limit }: { beforeMs: numb
     limit,
   ])
   if (old.length === 0) return 0
-  const ids = JSON.stringify(old)
-  yield* execute(`delete from webhook_deliveries where event_id in (select o.id from ${d.jsonRows('o', { id: 'text' })})`, [ids])
-  yield* execute(`delete from events where id in (select o.id from ${d.jsonRows('o', { id: 'text' })})`, [ids])
+  const ids = JSON.stringify(old.map((row) => row.id))
+  yield* execute(`delete from webhook_deliveries where ${d.inJsonList('event_id')}`, [ids])
+  yield* execute(`delete from events where ${d.inJsonList('id')}`, [ids])
   return old.length
 }
