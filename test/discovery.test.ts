@@ -268,6 +268,29 @@ await describeEachDialect('discovery', (service) => {
     service.clock.now = saved
   })
 
+  test('a change shows on the next page: the listing as read now, version included, though pages keep listings’ texts', async () => {
+    const provider = providers[1] as TestProvider
+    const here = { latitude: -33.9249, longitude: 18.4241 }
+    const listed = async (minDiscountRate = 0.1) =>
+      (await service.request('GET', search({ ...here, radiusKm: 1, minDiscountRate }), { token: marketplace.token })).body.data.map((e: any) => e.listing)
+    const created = await createAt(provider, here.latitude, here.longitude)
+    const own = async () => ({ ...(await service.request('GET', `/api/v1/listing/${created.id}`, { token: provider.token })).body, providerId: provider.id })
+    assert.deepEqual(await listed(), [await own()])
+    assert.deepEqual(await listed(), [await own()], 'the second page, from the kept text, is the same')
+
+    const patched = await service.request('PATCH', `/api/v1/listing/${created.id}`, {
+      token: provider.token,
+      json: { listingDetails: { discountRate: 0.2 }, items: [{ position: 0, price: 1.25 }] },
+    })
+    assert.equal(patched.status, 200, patched.text)
+    created.discountRate = 0.2
+    const [after] = await listed()
+    assert.equal(after.version, 2)
+    assert.equal(after.items[0].price, 1.25)
+    assert.deepEqual(after, await own())
+    assert.deepEqual(await listed(0.3), [], 'discounted less than asked: left out')
+  })
+
   test('regression: a create at latitude 2e-323 answered 500 on PostgreSQL (its index expression underflowed)', async () => {
     const provider = providers[2] as TestProvider
     const tiny = [await createAt(provider, 2e-323, 1e-310), await createAt(provider, 90, 1e-310), await createAt(provider, -1e-300, -5e-324)]

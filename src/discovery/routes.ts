@@ -2,8 +2,8 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { Clock } from '../clock.js'
 import { invalidRequest } from '../errors.js'
 import { jsonResponse } from '../http/openapi.js'
-import { listingView } from '../listings/listing-view.js'
 import { decodeCursor, encodeCursor, type CursorKey } from './cursor.js'
+import { DiscoveredJsonCache, discoveredListingJson } from './listing-json.js'
 import type { DiscoveryRepository } from './repository.js'
 import { DiscoverPage, DiscoverQuery, exampleDiscoverPage, type DiscoverParams } from './schemas.js'
 import { search } from './search.js'
@@ -15,6 +15,7 @@ export interface DiscoveryRoutesOptions {
 
 /** Contract §12: every provider's active listings around a point, for marketplaces. */
 export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async (app, { discovery, clock }) => {
+  const listingTexts = new DiscoveredJsonCache()
   app.get(
     '/discover',
     {
@@ -38,7 +39,7 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
         'x-problems': ['invalid-request', 'internal', 'unavailable'],
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const params = request.query as DiscoverParams
       let after: CursorKey | undefined
       if (params.cursor !== undefined) {
@@ -61,21 +62,38 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
         discovery.candidates,
       )
       const page = hits.slice(0, params.limit)
-      const states = new Map((await discovery.states(page.map((hit) => hit.id))).map((found) => [found.state.id, found]))
-      const data: DiscoverPage['data'] = []
+      // Each listing's text by the version the candidate query read; only the others are read whole.
+      const texts = new Map<string, string>()
       for (const hit of page) {
-        const found = states.get(hit.id)
-        // Changed between the two reads (withdrawn, sold out): it is no longer discoverable, so it is left out.
-        if (!found || found.soldOut || found.state.withdrawn_at_ms !== null) continue
-        const view = listingView(found.state, found.industry, nowMs)
-        data.push({ distanceMeters: Math.round(hit.distance), listing: { ...view, providerId: found.state.provider_id } })
+        const json = listingTexts.get(hit.id, hit.version)
+        if (json !== undefined) texts.set(hit.id, json)
+      }
+      const missing = page.filter((hit) => !texts.has(hit.id)).map((hit) => hit.id)
+      for (const found of await discovery.states(missing)) {
+        const { state } = found
+        // Changed since the candidate query (withdrawn, sold out, discounted less): no longer discoverable, left out.
+        if (found.soldOut || state.withdrawn_at_ms !== null || state.discount_rate < params.minDiscountRate) continue
+        const json = discoveredListingJson(state, found.industry, nowMs)
+        listingTexts.set(state.id, state.version, json)
+        texts.set(state.id, json)
       }
       const last = page.at(-1)
       const nextCursor =
         hits.length > params.limit && last
           ? encodeCursor(params, { key: params.sort === 'distance' ? last.distance : last.expiresAtUnix, id: last.id })
           : null
-      return { data, nextCursor }
+      // Written as text around the listings' texts, in the DiscoverPage schema's order; Fastify sends bytes as they are.
+      let body = '{"data":['
+      let first = true
+      for (const hit of page) {
+        const json = texts.get(hit.id)
+        if (json === undefined) continue
+        body += `${first ? '' : ','}{"distanceMeters":${Math.round(hit.distance)},"listing":${json}}`
+        first = false
+      }
+      body += `],"nextCursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`
+      // Bytes, not a string: Fastify would measure the string's UTF-8 length and then encode it, two passes.
+      return reply.type('application/json; charset=utf-8').send(Buffer.from(body))
     },
   )
 }

@@ -49,9 +49,13 @@ const POSTGRES_POINT = `cube(array[
 const POSTGRES_PARTIAL = 'withdrawn_at_ms is null and sold_out = 0'
 
 
-/** Row of a candidate query: enough to compute the exact distance and the order, nothing more. */
+/**
+ * Row of a candidate query: enough to compute the exact distance and the order, and the version, which names
+ * the listing's text in the page's cache (listing-json.ts).
+ */
 export interface CandidateRow {
   id: string
+  version: number
   latitude: number
   longitude: number
   expires_at_unix: number
@@ -85,7 +89,7 @@ export function candidatesSql(dialect: DialectName, bounded: boolean, param: Par
     // what the box let through. The R*Tree also holds withdrawn and sold-out listings (writes there are on the
     // create path only); the exact conditions drop them.
     return sql<CandidateRow>`
-      select l.id, l.latitude, l.longitude, l.expires_at_unix
+      select l.id, l.version, l.latitude, l.longitude, l.expires_at_unix
       from listing_geo g join listings l on l.id = g.listing_id
       where g.x0 <= ${param('hx')} and g.x1 >= ${param('lx')} and g.y0 <= ${param('hy')} and g.y1 >= ${param('ly')}
         and g.z0 <= ${param('hz')} and g.z1 >= ${param('lz')} and g.t0 <= ${param('ht')} and g.t1 >= ${param('lt')}
@@ -93,7 +97,7 @@ export function candidatesSql(dialect: DialectName, bounded: boolean, param: Par
         and l.expires_at_unix >= ${param('expiresFrom')}${until}`
   }
   return sql<CandidateRow>`
-    select id, latitude, longitude, expires_at_unix
+    select id, version, latitude, longitude, expires_at_unix
     from listings
     where ${sql.raw(POSTGRES_POINT)} <@ cube(
         array[${param('lx')}, ${param('ly')}, ${param('lz')}, ${param('lt')}]::float8[],

@@ -1,0 +1,52 @@
+import type { ListingState } from '../listings/listing-state.js'
+import { listingView } from '../listings/listing-view.js'
+import type { DiscoverPage } from './schemas.js'
+
+/**
+ * A discovered listing as the DiscoveredListing schema writes it: the listing as read, with its provider's id.
+ * listingView's keys come in the schema's order and it adds none, so JSON.stringify writes what Fastify's
+ * serializer would (test/discovery.test.ts validates real pages against the schema).
+ */
+export function discoveredListingJson(state: ListingState, industry: string, nowMs: number): string {
+  const listing: DiscoverPage['data'][number]['listing'] = { ...listingView(state, industry, nowMs), providerId: state.provider_id }
+  return JSON.stringify(listing)
+}
+
+/**
+ * Discovered listings as JSON text, by id and version. A listing in a dense city is on the pages of every
+ * consumer near it; reading it whole and writing it again for each page was most of a discovery request (the
+ * second query, turning rows into states, the view, the serializer). A listing's text changes only with its
+ * version (every change bumps it, contract §10), and the candidate query reads the version with the conditions
+ * that make a listing discoverable, in one statement: text found here under that version is exactly the
+ * listing that query saw. Only `active` listings are discovered, and an active listing's view depends on the
+ * time only through its status, so a text written at one moment holds at every other while the listing is active.
+ * The text also holds the provider's industry, which is set when the provider is created and never changes.
+ *
+ * Bounded by characters (a listing of 100 items is ~20 KB of text); the oldest entries go first.
+ */
+export class DiscoveredJsonCache {
+  readonly #entries = new Map<string, { version: number; json: string }>()
+  #chars = 0
+
+  constructor(private readonly maxChars = 32 * 1024 * 1024) {}
+
+  get(id: string, version: number): string | undefined {
+    const entry = this.#entries.get(id)
+    return entry?.version === version ? entry.json : undefined
+  }
+
+  set(id: string, version: number, json: string): void {
+    const old = this.#entries.get(id)
+    if (old) {
+      this.#chars -= old.json.length
+      this.#entries.delete(id)
+    }
+    this.#entries.set(id, { version, json })
+    this.#chars += json.length
+    for (const [oldestId, oldest] of this.#entries) {
+      if (this.#chars <= this.maxChars) break
+      this.#entries.delete(oldestId)
+      this.#chars -= oldest.json.length
+    }
+  }
+}
