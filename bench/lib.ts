@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, freemem, release, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -38,7 +38,9 @@ export async function startService(env: Record<string, string> = {}, token?: str
   })
   closeSync(log)
   let exited: Error | undefined
-  child.once('exit', (code) => (exited = new Error(`service exited with ${code}: ${readFileSync(logPath, 'utf8')}`)))
+  // The log's end only: one access-log line per request makes it hundreds of MB after a run of saturated phases,
+  // past the longest string Node can read into, and every exit (a normal stop too) passes through here.
+  child.once('exit', (code) => (exited = new Error(`service exited with ${code}: ${tail(logPath, 64 * 1024)}`)))
   // Start-up output up to the "ready" line holds the address and, on an empty database, the demo token.
   let stdout = ''
   let ready: { address: string } | undefined
@@ -65,6 +67,19 @@ export async function startService(env: Record<string, string> = {}, token?: str
 }
 
 /** Resident set size of a process, in bytes (Linux). */
+/** The last `bytes` of a file, as text. */
+function tail(path: string, bytes: number): string {
+  const fd = openSync(path, 'r')
+  try {
+    const size = fstatSync(fd).size
+    const buffer = Buffer.alloc(Math.min(bytes, size))
+    readSync(fd, buffer, 0, buffer.length, size - buffer.length)
+    return buffer.toString('utf8')
+  } finally {
+    closeSync(fd)
+  }
+}
+
 export function rssBytes(pid: number): number {
   const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1])
   return pages * 4096

@@ -10,6 +10,7 @@
  * - page 1 with 10,000 deliveries owed to a dead endpoint (refusing connections, and one that never answers)
  *   against page 1 with none just before (target: within 10%).
  * Both comparisons alternate their sides --rounds times (2) and compare means: single runs drift too much.
+ * On PostgreSQL the queue tables are VACUUM ANALYZEd between phases, as autovacuum (off on this machine) would.
  * The receiver runs in this process (a bare node:http server answering 200 at once).
  */
 import http from 'node:http'
@@ -140,6 +141,12 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
   const rows: string[] = []
   const row = (scenario: string, result: LoadResult | undefined, note: string) =>
     rows.push(`| ${scenario} | ${result ? Math.round(result.rps).toLocaleString('en-US') : '—'} | ${result ? `${result.p99Ms.toFixed(1)} ms` : '—'} | ${result?.failures ?? '—'} | ${note} |`)
+  // This machine's PostgreSQL runs without autovacuum (STACK.md), which a deployment's would not: after each
+  // phase's hundred thousand deliveries deleted, the queue's indexes would otherwise keep every dead entry, for
+  // every later claim to step over. Between phases, what autovacuum would have done by then.
+  const vacuum = async () => {
+    if (dialect === 'postgres') await sql`vacuum analyze webhook_deliveries, webhook_attempts, webhook_endpoints, events`.execute(database.kysely)
+  }
   const settle = async (endpointId: string, maxS: number) => {
     for (let waited = 0; waited < maxS * 10 && (await owed(database, endpointId)) > 0; waited++) await sleep(100)
     return owed(database, endpointId)
@@ -170,6 +177,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
       `${((100 * mean(withEndpoint)) / mean(bare)).toFixed(1)}% of the baseline (target ≥ 90%); rounds: ${each(withEndpoint)}; ${behind.join(' and ')} deliveries owed when the load stopped, all delivered within 120 s`,
     )
 
+    await vacuum()
     receiver.lagsMs.length = 0
     const sustained = await runLoad(service.baseUrl, [create], { connections: CONNECTIONS, durationS: SUSTAIN_S, rate: RATE })
     const owedAtEnd = await owed(database, live)
@@ -181,6 +189,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
       `delivery lag from commit to arrival p50 ${percentile(lags, 50)} ms, p99 ${percentile(lags, 99)} ms, max ${Math.max(...lags)} ms over ${lags.length} deliveries (target p99 < 1 s); ${owedAtEnd} owed when the load stopped`,
     )
 
+    await vacuum()
     const second = await startReceiver()
     const bulk = await addEndpoint(second.url)
     const piled = await pileUp(database, bulk, 100_000)
@@ -190,6 +199,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
     row('deliveries at saturation', undefined, `${piled} owed at once to a second endpoint: ${Math.round((piled - left) / seconds)} deliveries/s (${piled - left} in ${seconds.toFixed(1)} s)`)
     second.close()
 
+    await vacuum()
     for (const [name, url, close] of [
       ['refusing connections', await refusingUrl(), () => {}],
       ...(await startBlackHole().then((hole) => [['never answering', hole.url, hole.close]] as const)),
