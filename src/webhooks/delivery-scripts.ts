@@ -102,7 +102,6 @@ export interface Claim {
   more: boolean
 }
 
-
 /** What one attempt came to, and what follows for its delivery (decided by the worker from the schedule). */
 export interface AttemptRecord {
   deliveryId: string
