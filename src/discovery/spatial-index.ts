@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely'
 import type { DialectName } from '../db/connection.js'
+import { scriptSql } from '../db/script.js'
 import { EXPIRY_EPOCH_UNIX, EXPIRY_SCALE } from './sphere.js'
 
 /*
@@ -114,10 +115,9 @@ export function candidateParams(box: IndexBox, filter: ActiveFilter): CandidateP
 
 /**
  * `l.id` is one of the ids in a JSON array parameter: one statement text for any number of ids, so it is prepared
- * once. SQLite reads the array with json_each; PostgreSQL compares with any() of the array it parses.
+ * once. The condition is the write scripts' (ScriptSql.inJsonList, db/script.ts), with the parameter bound here.
  */
 export function idInJsonArray(dialect: DialectName, ids: unknown): RawBuilder<boolean> {
-  return dialect === 'sqlite'
-    ? sql<boolean>`l.id in (select value from json_each(${ids}))`
-    : sql<boolean>`l.id = any(array(select jsonb_array_elements_text(cast(${ids} as jsonb))))`
+  const [before, after] = scriptSql[dialect].inJsonList('l.id').split('?') as [string, string]
+  return sql<boolean>`${sql.raw(before)}${ids}${sql.raw(after)}`
 }

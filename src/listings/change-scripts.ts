@@ -164,8 +164,8 @@ export function* expireDue(d: ScriptSql, { nowMs, limit }: { nowMs: number; limi
   if (rows.length === 0) return { expired: 0 }
   yield* execute(
     `update listings set version = version + 1, updated_at_ms = expires_at_unix * 1000, expiry_recorded = 1
-     where id in (select e.id from ${d.jsonRows('e', { id: 'text' })})`,
-    [JSON.stringify(rows.map((row) => ({ id: row.id })))],
+     where ${d.inJsonList('id')}`,
+    [JSON.stringify(rows.map((row) => row.id))],
   )
   const byProvider = new Map<string, NewEvent[]>()
   for (const row of rows) {

@@ -42,15 +42,13 @@ export interface ClaimedDelivery extends EventRow {
  * at a time: a receiver that is down is probed, not flooded, and its queue costs the database little.
  */
 export function* claimDeliveries(d: ScriptSql, args: ClaimArgs): Script<Claim> {
-  const passedOver = JSON.stringify(
-    [...Object.entries(args.running).filter(([, n]) => n >= args.perEndpoint).map(([id]) => id), ...args.resting].map((id) => ({ id })),
-  )
+  const passedOver = JSON.stringify([...Object.entries(args.running).filter(([, n]) => n >= args.perEndpoint).map(([id]) => id), ...args.resting])
   // The endpoints with something due, one index probe each; those at their share or resting are not asked at
   // all. Asking the deliveries first, in due order, had to step over every delivery owed to such an endpoint:
   // 10,000 owed to a dead receiver were read on every claim, a few times a second, to take none of them.
   const endpoints = yield* query<{ id: string; failing_since_ms: number | null }>(
     `select w.id, w.failing_since_ms from webhook_endpoints w
-     where w.status = 'enabled' and w.id not in (select s.id from ${d.jsonRows('s', { id: 'text' })})
+     where w.status = 'enabled' and not (${d.inJsonList('w.id')})
        and exists (select 1 from webhook_deliveries x where x.endpoint_id = w.id and x.next_attempt_at_ms <= ?)
      order by w.id`,
     [passedOver, args.nowMs],
