@@ -29,14 +29,15 @@ export class PreparedQuery<Params extends Record<string, unknown>, Row> {
   ) {}
 
   async execute(params: Params): Promise<Row[]> {
-    const { sql, query, names } = (this.#compiled ??= this.#compile())
-    const result = await this.db.executeQuery<Row>({
-      sql,
-      query,
-      queryId: createQueryId(),
-      parameters: names.map((name) => params[name]),
-    })
+    const { sql, query, parameters } = this.bind(params)
+    const result = await this.db.executeQuery<Row>({ sql, query, queryId: createQueryId(), parameters })
     return result.rows
+  }
+
+  /** The SQL text and its parameters in order, for a connection Kysely does not run (db/sqlite-read-thread.ts). */
+  bind(params: Params): { sql: string; query: CompiledQuery['query']; parameters: unknown[] } {
+    const { sql, query, names } = (this.#compiled ??= this.#compile())
+    return { sql, query, parameters: names.map((name) => params[name]) }
   }
 
   #compile() {

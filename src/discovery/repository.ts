@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
+import type { SqliteReadThread } from '../db/sqlite-read-thread.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
 import { candidateParams, candidatesSql, idInJsonArray, type ActiveFilter, type CandidateParams, type CandidateRow, type IndexBox } from './spatial-index.js'
 
@@ -22,9 +23,11 @@ export class DiscoveryRepository {
   readonly #open: PreparedQuery<CandidateParams, CandidateRow>
   readonly #bounded: PreparedQuery<CandidateParams, CandidateRow>
   readonly #states: PreparedQuery<{ ids: string }, StatesRow>
+  readonly #reads: SqliteReadThread | undefined
 
   constructor(database: Database) {
     const { dialect, kysely } = database
+    this.#reads = database.sqlite?.reads
     this.#open = new PreparedQuery(kysely, (_db, param) => candidatesSql(dialect, false, param))
     this.#bounded = new PreparedQuery(kysely, (_db, param) => candidatesSql(dialect, true, param))
     this.#states = new PreparedQuery(
@@ -36,8 +39,18 @@ export class DiscoveryRepository {
     )
   }
 
-  readonly candidates = (box: IndexBox, filter: ActiveFilter): Promise<CandidateRow[]> =>
-    (filter.expiresUntil === null ? this.#open : this.#bounded).execute(candidateParams(box, filter))
+  /**
+   * On a SQLite file, the candidate query runs on the reader thread: it is most of a discovery request's cost,
+   * and on the event loop it saturated it (db/sqlite-read-thread.ts). The listings read whole stay on the main
+   * connection: with the page's text cache (listing-json.ts) they are few.
+   */
+  readonly candidates = (box: IndexBox, filter: ActiveFilter): Promise<CandidateRow[]> => {
+    const query = filter.expiresUntil === null ? this.#open : this.#bounded
+    const params = candidateParams(box, filter)
+    if (!this.#reads) return query.execute(params)
+    const { sql, parameters } = query.bind(params)
+    return this.#reads.all<CandidateRow>(sql, parameters)
+  }
 
   /** The listings with these ids, whole, with their provider's industry; in no particular order. */
   async states(ids: readonly string[]): Promise<DiscoveredState[]> {

@@ -1,0 +1,44 @@
+import { ModuleThread } from './module-worker.js'
+
+export type ReadRequest = { type: 'all'; id: number; sql: string; parameters: readonly unknown[] } | { type: 'close' }
+/** A read's rows, or the error it failed with (code as SQLite names it: dialect.ts classifies by it). */
+export type ReadReply = { id: number; seconds: number } & ({ rows: unknown[] } | { error: { message: string; code: unknown } })
+
+/**
+ * Reads of a SQLite file that run on a thread of their own. better-sqlite3 is synchronous: a read on the event
+ * loop holds every other request while it runs. For the requests that are mostly one costly read (discovery's
+ * spatial query, ~150 µs at a city centre), that kept the event loop saturated at ~2,000 requests a second, and
+ * a saturated event loop serves its connections unevenly: p99 at 50 connections was 15× the median. Here the
+ * read runs beside the event loop, on its own connection (WAL: it sees every commit made before it starts, as
+ * the main connection would), and the event loop only parses, checks and writes.
+ *
+ * One thread: SQLite reads on separate connections could run in parallel, but this machine class has 2 cores,
+ * one of them the event loop's. The thread starts with the first read and is started again if it dies.
+ */
+export class SqliteReadThread {
+  readonly #thread: ModuleThread<{ resolve(rows: unknown[]): void; reject(error: unknown): void }, ReadReply>
+
+  constructor(
+    path: string,
+    /** Told each read's duration on the thread (the query histogram of /metrics). */
+    observe?: (seconds: number) => void,
+  ) {
+    this.#thread = new ModuleThread(import.meta.url, 'sqlite-read-thread-worker', { path }, 'SQLite reader thread', (reply: ReadReply) => {
+      const pending = this.#thread.take(reply.id)
+      if (!pending) return
+      observe?.(reply.seconds)
+      if ('rows' in reply) pending.resolve(reply.rows)
+      else pending.reject(Object.assign(new Error(reply.error.message), { name: 'SqliteError', code: reply.error.code }))
+    })
+  }
+
+  all<Row>(sql: string, parameters: readonly unknown[]): Promise<Row[]> {
+    return new Promise<unknown[]>((resolve, reject) => {
+      this.#thread.send((id) => ({ type: 'all', id, sql, parameters }) satisfies ReadRequest, { resolve, reject })
+    }) as Promise<Row[]>
+  }
+
+  close(): Promise<void> {
+    return this.#thread.close({ type: 'close' } satisfies ReadRequest)
+  }
+}

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { sql } from 'kysely'
+import { openDatabase, type Database } from '../src/db/connection.js'
+import type { SqliteReadThread } from '../src/db/sqlite-read-thread.js'
+import { createTestDatabase, type TestDatabase } from './helper.js'
+
+// The SQLite reader thread (src/db/sqlite-read-thread.ts) on a real file: reads beside the event loop.
+
+describe('SQLite reader thread', () => {
+  let fresh: TestDatabase
+  let database: Database
+  let reads: SqliteReadThread
+  const observed: number[] = []
+  before(async () => {
+    fresh = await createTestDatabase('sqlite')
+    database = openDatabase(fresh.url, { observeQuery: (operation, seconds) => operation === 'select' && observed.push(seconds) })
+    await sql`create table t (n integer primary key, label text)`.execute(database.kysely)
+    reads = database.sqlite?.reads as SqliteReadThread
+    assert.ok(reads, 'a SQLite file has a reader thread')
+  })
+  after(async () => {
+    await database.close()
+    await fresh.drop()
+  })
+
+  test('sees every commit made before the read, on any connection, and is observed', async () => {
+    await sql`insert into t (n, label) values (1, 'one')`.execute(database.kysely)
+    assert.deepEqual(await reads.all('select n, label from t where n >= ?', [1]), [{ n: 1, label: 'one' }])
+    await sql`insert into t (n, label) values (2, 'two')`.execute(database.kysely)
+    assert.deepEqual(await reads.all('select n from t where n >= ? order by n', [1]), [{ n: 1 }, { n: 2 }])
+    const before = observed.length
+    await reads.all('select count(*) as c from t', [])
+    assert.equal(observed.length, before + 1)
+  })
+
+  test('a long read leaves the event loop free', async () => {
+    // ~100 ms of work on the thread; a 5 ms timer on the event loop fires long before it ends.
+    const slow = reads.all('with recursive c(i) as (select 1 union all select i + 1 from c where i < 3000000) select count(*) as n from c', [])
+    let settled = false
+    void slow.then(() => (settled = true))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    assert.equal(settled, false, 'the timer fired only after the read')
+    assert.deepEqual(await slow, [{ n: 3000000 }])
+  })
+
+  test('an error rejects that read only, with SQLite’s code; writes are refused and leave the file unchanged', async () => {
+    await assert.rejects(reads.all('select * from no_such_table', []), { name: 'SqliteError', code: 'SQLITE_ERROR' })
+    await assert.rejects(reads.all("insert into t (n, label) values (3, 'three')", []), { code: 'SQLITE_MISUSE' })
+    assert.deepEqual(await reads.all('select count(*) as c from t', []), [{ c: 2 }])
+  })
+
+  test('closing ends the thread; the next read starts another', async () => {
+    await reads.close()
+    assert.deepEqual(await reads.all('select 1 as one', []), [{ one: 1 }])
+  })
+})
