@@ -45,6 +45,11 @@ const FIRST_RADIUS_M = 250
  * a few expiries within 50 km (a 60-second window fetched 400 there for a page of 20); empty windows double it.
  */
 const FIRST_WINDOW_S = 4
+/**
+ * An ending-soonest window is asked for at most this many rows per listing wanted: a window that holds more is
+ * too long (the box's corners and the rest of the filter leave out some, but rarely 7 in 8).
+ */
+const PROBE_ROWS_PER_WANTED = 8
 /** Past this window the search asks the open end of time: no listing lives a year. */
 const LAST_WINDOW_S = 366 * 24 * 3600
 
@@ -109,14 +114,24 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
   // Windows follow each other without overlap, and their hits add up: once they hold `wanted`, the first `wanted`
   // by expiry are among them (every later window's listings expire later). An empty window only doubles the next
   // one: listings may start expiring much later than now, and a big leap would fetch thousands at once.
+  //
+  // Doubling can overshoot: past a long gap (nothing expiring for hours, then a dense city's worth) one window
+  // held thousands of listings, fetched and measured for a page of 20. So a window longer than a second is
+  // asked with a row limit first: a window that reaches it is halved and asked again, without using its rows.
   const hits: Hit[] = []
+  const probeLimit = PROBE_ROWS_PER_WANTED * wanted
   let from = Math.max(firstLiving, query.after?.key ?? 0)
   let window = FIRST_WINDOW_S
   for (;;) {
     const until = window > LAST_WINDOW_S ? null : from + window - 1
-    const filter: ActiveFilter = { minDiscountRate: query.minDiscountRate, expiresFrom: from, expiresUntil: until }
+    const limit = window > 1 ? probeLimit : undefined
+    const filter: ActiveFilter = { minDiscountRate: query.minDiscountRate, expiresFrom: from, expiresUntil: until, limit }
     const tHi = until === null ? FAR_FUTURE_COORDINATE : expiryCoordinate(until) + margin
     const rows = await candidates(boxAround(center, half, expiryCoordinate(from) - margin, tHi), filter)
+    if (limit !== undefined && rows.length >= limit) {
+      window = Math.floor(Math.min(window, LAST_WINDOW_S) / 2)
+      continue
+    }
     const found = hitsOf(rows, query.radiusMeters, key)
     hits.push(...found)
     if (hits.length >= wanted || until === null) return hits.sort(byKeyThenId(key)).slice(0, wanted)

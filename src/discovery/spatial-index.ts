@@ -26,6 +26,8 @@ export interface ActiveFilter {
   expiresFrom: number
   /** Inclusive, or no upper end. */
   expiresUntil: number | null
+  /** At most this many rows (a probe: ending-soonest's window is too long if it reaches this), or all of them. */
+  limit?: number
 }
 
 /**
@@ -75,7 +77,11 @@ export interface CandidateParams extends Record<string, unknown> {
   minDiscountRate: number
   expiresFrom: number
   expiresUntil: number
+  limit: number
 }
+
+/** The limit that is none: SQLite reads a negative limit as none, PostgreSQL does not; this is far above any box. */
+const NO_LIMIT = 2 ** 31 - 1
 
 type Param = <K extends keyof CandidateParams & string>(name: K) => CandidateParams[K]
 
@@ -95,7 +101,8 @@ export function candidatesSql(dialect: DialectName, bounded: boolean, param: Par
       where g.x0 <= ${param('hx')} and g.x1 >= ${param('lx')} and g.y0 <= ${param('hy')} and g.y1 >= ${param('ly')}
         and g.z0 <= ${param('hz')} and g.z1 >= ${param('lz')} and g.t0 <= ${param('ht')} and g.t1 >= ${param('lt')}
         and l.withdrawn_at_ms is null and l.sold_out = 0 and l.discount_rate >= ${param('minDiscountRate')}
-        and l.expires_at_unix >= ${param('expiresFrom')}${until}`
+        and l.expires_at_unix >= ${param('expiresFrom')}${until}
+      limit ${param('limit')}`
   }
   return sql<CandidateRow>`
     select id, version, latitude, longitude, expires_at_unix
@@ -104,13 +111,14 @@ export function candidatesSql(dialect: DialectName, bounded: boolean, param: Par
         array[${param('lx')}, ${param('ly')}, ${param('lz')}, ${param('lt')}]::float8[],
         array[${param('hx')}, ${param('hy')}, ${param('hz')}, ${param('ht')}]::float8[])
       and ${sql.raw(POSTGRES_PARTIAL)} and discount_rate >= ${param('minDiscountRate')}
-      and expires_at_unix >= ${param('expiresFrom')}${until}`
+      and expires_at_unix >= ${param('expiresFrom')}${until}
+    limit ${param('limit')}`
 }
 
 export function candidateParams(box: IndexBox, filter: ActiveFilter): CandidateParams {
   const [lx, ly, lz, lt] = box.lo
   const [hx, hy, hz, ht] = box.hi
-  return { lx, ly, lz, lt, hx, hy, hz, ht, minDiscountRate: filter.minDiscountRate, expiresFrom: filter.expiresFrom, expiresUntil: filter.expiresUntil ?? 0 }
+  return { lx, ly, lz, lt, hx, hy, hz, ht, minDiscountRate: filter.minDiscountRate, expiresFrom: filter.expiresFrom, expiresUntil: filter.expiresUntil ?? 0, limit: filter.limit ?? NO_LIMIT }
 }
 
 /**
