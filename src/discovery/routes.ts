@@ -13,6 +13,9 @@ export interface DiscoveryRoutesOptions {
   clock: Clock
 }
 
+const PAGE_START = Buffer.from('{"data":[')
+const ENTRY_END = Buffer.from('}')
+
 /** Contract §12: every provider's active listings around a point, for marketplaces. */
 export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async (app, { discovery, clock }) => {
   const listingTexts = new DiscoveredJsonCache()
@@ -63,7 +66,7 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
       )
       const page = hits.slice(0, params.limit)
       // Each listing's text by the version the candidate query read; only the others are read whole.
-      const texts = new Map<string, string>()
+      const texts = new Map<string, Buffer>()
       for (const hit of page) {
         const json = listingTexts.get(hit.id, hit.version)
         if (json !== undefined) texts.set(hit.id, json)
@@ -82,18 +85,16 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
         hits.length > params.limit && last
           ? encodeCursor(params, { key: params.sort === 'distance' ? last.distance : last.expiresAtUnix, id: last.id })
           : null
-      // Written as text around the listings' texts, in the DiscoverPage schema's order; Fastify sends bytes as they are.
-      let body = '{"data":['
-      let first = true
+      // The listings' bytes with the page's own around them, in the DiscoverPage schema's order; Fastify sends
+      // a Buffer as it is.
+      const parts: Buffer[] = [PAGE_START]
       for (const hit of page) {
         const json = texts.get(hit.id)
         if (json === undefined) continue
-        body += `${first ? '' : ','}{"distanceMeters":${Math.round(hit.distance)},"listing":${json}}`
-        first = false
+        parts.push(Buffer.from(`${parts.length === 1 ? '' : ','}{"distanceMeters":${Math.round(hit.distance)},"listing":`, 'latin1'), json, ENTRY_END)
       }
-      body += `],"nextCursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`
-      // Bytes, not a string: Fastify would measure the string's UTF-8 length and then encode it, two passes.
-      return reply.type('application/json; charset=utf-8').send(Buffer.from(body))
+      parts.push(Buffer.from(`],"nextCursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`))
+      return reply.type('application/json; charset=utf-8').send(Buffer.concat(parts))
     },
   )
 }
