@@ -11,6 +11,7 @@
  *   npm run bench:discovery                                   (100k then 1M, SQLite then PostgreSQL)
  *   npm run bench:discovery -- --sizes 100000 --dialects sqlite --duration 5
  *   npm run bench:discovery -- --baseline /path/to/pre-discovery/dist   (adds the create comparison)
+ *   npm run bench:discovery -- --sizes '' --dialects sqlite --baseline /path/to/dist --create-rounds 3   (creates only)
  */
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -37,7 +38,8 @@ const { values: args } = parseArgs({
     'create-rounds': { type: 'string', default: '2' },
   },
 })
-const SIZES = args.sizes.split(',').map(Number)
+/** No sizes (`--sizes ''`): creates only, with --baseline. */
+const SIZES = args.sizes === '' ? [] : args.sizes.split(',').map(Number)
 const DURATION_S = Number(args.duration)
 const CONNECTIONS = Number(args.connections)
 const WARMUP_S = 2
@@ -299,7 +301,7 @@ const sections: string[] = [
   `Data: listings of ${PER_PROVIDER.toLocaleString('en-US')} per provider, 1 item each, over 1,000 km × 1,000 km; the dense city holds ${DENSE_CITY_LISTINGS.toLocaleString('en-US')} within 10 km of (24.7136, 46.6753); 40 other cities of 20 km hold half the rest, the open region the other half. Queries: 16 points within 2 km of the dense city's centre, in turn.`,
   '',
 ]
-for (const dialect of dialects) {
+for (const dialect of SIZES.length > 0 ? dialects : []) {
   sections.push(...(await benchDialect(dialect)))
   console.error(sections.join('\n'))
 }
