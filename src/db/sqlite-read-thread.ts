@@ -7,13 +7,14 @@ export type ReadReply = { id: number; seconds: number } & ({ rows: unknown[] } |
 /**
  * Reads of a SQLite file that run on a thread of their own. better-sqlite3 is synchronous: a read on the event
  * loop holds every other request while it runs. For the requests that are mostly one costly read (discovery's
- * spatial query, ~150 µs at a city centre), that kept the event loop saturated at ~2,000 requests a second, and
+ * spatial query, ~200 µs at a city centre), that kept the event loop saturated at ~2,000 requests a second, and
  * a saturated event loop serves its connections unevenly: p99 at 50 connections was 15× the median. Here the
  * read runs beside the event loop, on its own connection (WAL: it sees every commit made before it starts, as
  * the main connection would), and the event loop only parses, checks and writes.
  *
  * One thread: SQLite reads on separate connections could run in parallel, but this machine class has 2 cores,
- * one of them the event loop's. The thread starts with the first read and is started again if it dies.
+ * one of them the event loop's, and with one reader the machine was already ~90% busy (bench/README.md). The
+ * thread starts with the first read and is started again if it dies.
  */
 export class SqliteReadThread {
   readonly #thread: ModuleThread<{ resolve(rows: unknown[]): void; reject(error: unknown): void }, ReadReply>
