@@ -71,6 +71,8 @@ function boxAround(center: { x: number; y: number; z: number }, half: number, tL
   return {
     lo: [center.x - half, center.y - half, center.z - half, tLo],
     hi: [center.x + half, center.y + half, center.z + half, tHi],
+    centre: center,
+    chord: half,
   }
 }
 

@@ -17,6 +17,9 @@ import { EXPIRY_EPOCH_UNIX, EXPIRY_SCALE } from './sphere.js'
 export interface IndexBox {
   lo: [number, number, number, number]
   hi: [number, number, number, number]
+  /** The circle's centre on the unit sphere, and its chord (half the box's side): the ball the circle lies in. */
+  centre: { x: number; y: number; z: number }
+  chord: number
 }
 
 /** The exact conditions besides the box: what makes a listing discoverable now, and the expiry range asked. */
@@ -78,7 +81,18 @@ export interface CandidateParams extends Record<string, unknown> {
   expiresFrom: number
   expiresUntil: number
   limit: number
+  cx: number
+  cy: number
+  cz: number
+  /** The squared chord, widened (BALL_MARGIN): the R*Tree's float32 points lie within it if the listing is in the circle. */
+  reach2: number
 }
+
+/**
+ * 1e-6 of the unit sphere, 6.4 m: far above the error of an R*Tree point (float32, rounded outwards: ~1.2e-7 per
+ * coordinate, ~2e-7 in distance) and small enough that almost nothing outside the circle gets through.
+ */
+const BALL_MARGIN = 1e-6
 
 /** The limit that is none: SQLite reads a negative limit as none, PostgreSQL does not; this is far above any box. */
 const NO_LIMIT = 2 ** 31 - 1
@@ -93,13 +107,20 @@ export function candidatesSql(dialect: DialectName, bounded: boolean, param: Par
   const until = bounded ? sql` and expires_at_unix <= ${param('expiresUntil')}` : sql``
   if (dialect === 'sqlite') {
     // The R*Tree's constraints first, then the listing by primary key (listing_geo.listing_id): the join sees only
-    // what the box let through. The R*Tree also holds withdrawn and sold-out listings (writes there are on the
-    // create path only); the exact conditions drop them.
+    // what the box let through, and of that only the points within the circle's ball (a condition on the R*Tree's
+    // own columns, which SQLite checks before the join). A cube around a circle on the sphere holds ~1.7× the
+    // circle's listings; each costs a lookup by text id, ~2.5 µs: 52 rows and 207 µs → 33 rows and 144 µs at a
+    // dense city centre. The R*Tree also holds withdrawn and sold-out listings (writes there are on the create
+    // path only); the exact conditions drop them.
+    const cx = param('cx')
+    const cy = param('cy')
+    const cz = param('cz')
     return sql<CandidateRow>`
       select l.id, l.version, l.latitude, l.longitude, l.expires_at_unix
       from listing_geo g join listings l on l.id = g.listing_id
       where g.x0 <= ${param('hx')} and g.x1 >= ${param('lx')} and g.y0 <= ${param('hy')} and g.y1 >= ${param('ly')}
         and g.z0 <= ${param('hz')} and g.z1 >= ${param('lz')} and g.t0 <= ${param('ht')} and g.t1 >= ${param('lt')}
+        and (g.x0 - ${cx}) * (g.x0 - ${cx}) + (g.y0 - ${cy}) * (g.y0 - ${cy}) + (g.z0 - ${cz}) * (g.z0 - ${cz}) <= ${param('reach2')}
         and l.withdrawn_at_ms is null and l.sold_out = 0 and l.discount_rate >= ${param('minDiscountRate')}
         and l.expires_at_unix >= ${param('expiresFrom')}${until}
       limit ${param('limit')}`
@@ -118,7 +139,15 @@ export function candidatesSql(dialect: DialectName, bounded: boolean, param: Par
 export function candidateParams(box: IndexBox, filter: ActiveFilter): CandidateParams {
   const [lx, ly, lz, lt] = box.lo
   const [hx, hy, hz, ht] = box.hi
-  return { lx, ly, lz, lt, hx, hy, hz, ht, minDiscountRate: filter.minDiscountRate, expiresFrom: filter.expiresFrom, expiresUntil: filter.expiresUntil ?? 0, limit: filter.limit ?? NO_LIMIT }
+  const { x: cx, y: cy, z: cz } = box.centre
+  return {
+    lx, ly, lz, lt, hx, hy, hz, ht, cx, cy, cz,
+    reach2: (box.chord + BALL_MARGIN) ** 2,
+    minDiscountRate: filter.minDiscountRate,
+    expiresFrom: filter.expiresFrom,
+    expiresUntil: filter.expiresUntil ?? 0,
+    limit: filter.limit ?? NO_LIMIT,
+  }
 }
 
 /**
