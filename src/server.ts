@@ -46,9 +46,15 @@ function printDemoToken(demo: IssuedToken, baseUrl: string): void {
 function whereDataLives(databaseUrl: string): string {
   const target = parseDatabaseUrl(databaseUrl)
   if (target.dialect === 'sqlite') return target.path === ':memory:' ? 'SQLite in memory (gone when the process ends)' : `SQLite file ${resolve(target.path)}`
-  const url = new URL(target.url)
-  url.password = ''
-  return `PostgreSQL ${url.toString()}`
+  try {
+    const url = new URL(target.url)
+    url.password = ''
+    return `PostgreSQL ${url.toString()}`
+  } catch {
+    // libpq's form with no host in the authority, the host as a parameter (postgres://user:secret@/db?host=/run/postgresql):
+    // pg connects to it, but it is no WHATWG URL, and the ready line threw after the server was listening.
+    return `PostgreSQL ${target.url.replace(/^(postgres(?:ql)?:\/\/[^:@/]*):[^@/]*@/, '$1@')}`
+  }
 }
 
 /** Loads config or exits 1 with one stderr line naming the bad variable, before anything else happens. */

@@ -199,6 +199,23 @@ describe('serve on PostgreSQL', { skip: !dialects.includes('postgres') && 'Postg
       await database.drop()
     }
   })
+
+  test('regression: a URL with the host as a parameter (libpq’s socket form) started, then exited 1 on its ready line', async () => {
+    const database = await createTestDatabase('postgres')
+    const url = new URL(database.url)
+    // postgres://user:secret@/name?host=…&port=…: no host in the authority, so no WHATWG URL; pg takes the host from the query.
+    const hostless = `postgres://${url.username}:hunter2secret@${url.pathname}?host=${url.hostname}&port=${url.port || '5432'}`
+    const server = await startServer({ DATABASE_URL: hostless })
+    try {
+      assert.equal((await get(server, '/readyz')).status, 200)
+      const ready = await server.waitForLog((l) => l.msg === 'ready')
+      assert.match(ready.data, /^PostgreSQL postgres:\/\/[^:@]*@\//)
+      assert.ok(!server.stdout().includes('hunter2secret') && !server.stderr().includes('hunter2secret'), 'the password is not shown')
+    } finally {
+      await server.stop('SIGKILL')
+      await database.drop()
+    }
+  })
 })
 
 describe('serve with no configuration', () => {
