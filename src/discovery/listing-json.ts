@@ -9,7 +9,12 @@ import type { DiscoverPage } from './schemas.js'
  */
 export function discoveredListingJson(state: ListingState, industry: string, nowMs: number): Buffer {
   const listing: DiscoverPage['data'][number]['listing'] = { ...listingView(state, industry, nowMs), providerId: state.provider_id }
-  return Buffer.from(JSON.stringify(listing))
+  const text = JSON.stringify(listing)
+  // Memory of its own, not a slice of Node's shared 8 KB pool (Buffer.from of a short string): a kept slice
+  // would keep its whole slab alive, and the cache's bound counts only the listing's own bytes.
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text))
+  bytes.write(text)
+  return bytes
 }
 
 /**
