@@ -66,7 +66,6 @@ export async function startService(env: Record<string, string> = {}, token?: str
   }
 }
 
-/** Resident set size of a process, in bytes (Linux). */
 /** The last `bytes` of a file, as text. */
 function tail(path: string, bytes: number): string {
   const fd = openSync(path, 'r')
@@ -80,6 +79,7 @@ function tail(path: string, bytes: number): string {
   }
 }
 
+/** Resident set size of a process, in bytes (Linux). */
 export function rssBytes(pid: number): number {
   const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1])
   return pages * 4096

@@ -5,8 +5,8 @@ import { openDatabase, type Database } from '../src/db/connection.js'
 import { DiscoveryRepository } from '../src/discovery/repository.js'
 import { search, type Candidates, type SearchQuery } from '../src/discovery/search.js'
 import type { ActiveFilter } from '../src/discovery/spatial-index.js'
-import { greatCircleMeters } from '../src/discovery/sphere.js'
 import { createTestDatabase, testDialects, type TestDatabase } from './helper.js'
+import { referenceMeters } from './reference-distance.js'
 import { seededRandom as random } from './seeded-random.js'
 
 // The search (src/discovery/search.ts) on each database's real index, over data shaped to find its weak
@@ -77,9 +77,9 @@ for (const dialect of await testDialects()) {
     }
 
     function bruteForce(radiusMeters: number, sort: 'distance' | 'ending_soon', count: number): string[] {
-      const key = (row: Row) => (sort === 'distance' ? greatCircleMeters(CENTRE.latitude, CENTRE.longitude, row.latitude, row.longitude) : row.expires_at_unix)
+      const key = (row: Row) => (sort === 'distance' ? referenceMeters(CENTRE.latitude, CENTRE.longitude, row.latitude, row.longitude) : row.expires_at_unix)
       return rows
-        .filter((row) => greatCircleMeters(CENTRE.latitude, CENTRE.longitude, row.latitude, row.longitude) <= radiusMeters)
+        .filter((row) => referenceMeters(CENTRE.latitude, CENTRE.longitude, row.latitude, row.longitude) <= radiusMeters)
         .sort((a, b) => key(a) - key(b) || (a.id < b.id ? -1 : 1))
         .slice(0, count)
         .map((row) => row.id)

@@ -4,26 +4,10 @@ import { greatCircleMeters } from '../src/discovery/sphere.js'
 import { item, listingBody } from './fixtures.js'
 import { describeEachDialect, type Response, type TestProvider, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
+import { referenceMeters } from './reference-distance.js'
 import { seededRandom as random } from './seeded-random.js'
 
 // Contract §12: GET /api/v1/discover against brute force over the same data, on each database.
-
-const R = 6_371_008.8
-
-/**
- * The reference distance, computed another way than the service's haversine: the chord between the two points
- * on the unit sphere, turned into its arc. Both are exact formulas; they agree to far below a millimetre.
- */
-function referenceMeters(lat1: number, lon1: number, lat2: number, lon2: number): number {
-  const v = (lat: number, lon: number) => {
-    const [p, l] = [(lat * Math.PI) / 180, (lon * Math.PI) / 180]
-    return [Math.cos(p) * Math.cos(l), Math.cos(p) * Math.sin(l), Math.sin(p)] as const
-  }
-  const [a, b] = [v(lat1, lon1), v(lat2, lon2)]
-  const chord = Math.hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2])
-  return 2 * R * Math.asin(Math.min(1, chord / 2))
-}
-
 
 /** What the test knows of a listing it created, to decide by itself whether a query must find it. */
 interface Known {

@@ -50,7 +50,7 @@ describe('SQLite reader thread', () => {
     assert.deepEqual(await reads.all('select count(*) as c from t', []), [{ c: 2 }])
   })
 
-  test('closing ends the thread; the next read starts another', async () => {
+  test('after close, the next read starts a thread again and is answered', async () => {
     await reads.close()
     assert.deepEqual(await reads.all('select 1 as one', []), [{ one: 1 }])
   })

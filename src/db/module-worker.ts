@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads'
  * Built, the module is a .js file. Run from source under tsx (the tests), it is a .ts file, and a worker thread
  * inherits no loader (not even given --import tsx, on Node 20): it registers tsx itself.
  */
-export function startModuleWorker(base: string, name: string, workerData: unknown): Worker {
+function startModuleWorker(base: string, name: string, workerData: unknown): Worker {
   const url = new URL(`./${name}${extname(fileURLToPath(base))}`, base)
   if (!url.pathname.endsWith('.ts')) return new Worker(url, { workerData })
   const script = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(url.href)}) })`

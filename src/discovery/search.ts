@@ -67,15 +67,6 @@ const isAfter = (key: number, id: string, after: CursorKey | undefined) =>
 
 const byKeyThenId = (key: (hit: Hit) => number) => (a: Hit, b: Hit) => key(a) - key(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-function boxAround(center: { x: number; y: number; z: number }, half: number, tLo: number, tHi: number): IndexBox {
-  return {
-    lo: [center.x - half, center.y - half, center.z - half, tLo],
-    hi: [center.x + half, center.y + half, center.z + half, tHi],
-    centre: center,
-    chord: half,
-  }
-}
-
 /**
  * The first `limit + 1` matching listings after the cursor, in the sort's order (the extra one says whether
  * another page exists).
@@ -104,7 +95,7 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
     const tLo = expiryCoordinate(firstLiving) - margin
     let radius = Math.min(query.radiusMeters, (query.after?.key ?? 0) + FIRST_RADIUS_M)
     for (;;) {
-      const rows = await candidates(boxAround(center, chordHalfSide(radius), tLo, FAR_FUTURE_COORDINATE), filter)
+      const rows = await candidates({ centre: center, chord: chordHalfSide(radius), tLo, tHi: FAR_FUTURE_COORDINATE }, filter)
       const hits = hitsOf(rows, radius, key)
       if (hits.length >= wanted || radius >= query.radiusMeters) return hits.sort(byKeyThenId(key)).slice(0, wanted)
       radius = Math.min(query.radiusMeters, radius * growth(hits.length, wanted, 2))
@@ -129,7 +120,7 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
     const limit = window > 1 ? probeLimit : undefined
     const filter: ActiveFilter = { minDiscountRate: query.minDiscountRate, expiresFrom: from, expiresUntil: until, limit }
     const tHi = until === null ? FAR_FUTURE_COORDINATE : expiryCoordinate(until) + margin
-    const rows = await candidates(boxAround(center, half, expiryCoordinate(from) - margin, tHi), filter)
+    const rows = await candidates({ centre: center, chord: half, tLo: expiryCoordinate(from) - margin, tHi }, filter)
     if (limit !== undefined && rows.length >= limit) {
       window = Math.floor(Math.min(window, LAST_WINDOW_S) / 2)
       continue

@@ -13,13 +13,15 @@ import { EXPIRY_EPOCH_UNIX, EXPIRY_SCALE } from './sphere.js'
  * "not withdrawn, not sold out": nothing to write on the create path, and PostgreSQL maintains it.
  */
 
-/** A query box: the unit-sphere point ± half, and a range of the expiry coordinate. */
+/**
+ * What a candidate query asks the index: the ball a circle lies in (its centre on the unit sphere and its chord,
+ * sphere.ts), as the cube centre ± chord, and a range of the expiry coordinate.
+ */
 export interface IndexBox {
-  lo: [number, number, number, number]
-  hi: [number, number, number, number]
-  /** The circle's centre on the unit sphere, and its chord (half the box's side): the ball the circle lies in. */
   centre: { x: number; y: number; z: number }
   chord: number
+  tLo: number
+  tHi: number
 }
 
 /** The exact conditions besides the box: what makes a listing discoverable now, and the expiry range asked. */
@@ -137,12 +139,12 @@ export function candidatesSql(dialect: DialectName, bounded: boolean, param: Par
 }
 
 export function candidateParams(box: IndexBox, filter: ActiveFilter): CandidateParams {
-  const [lx, ly, lz, lt] = box.lo
-  const [hx, hy, hz, ht] = box.hi
-  const { x: cx, y: cy, z: cz } = box.centre
+  const { centre: { x: cx, y: cy, z: cz }, chord } = box
   return {
-    lx, ly, lz, lt, hx, hy, hz, ht, cx, cy, cz,
-    reach2: (box.chord + BALL_MARGIN) ** 2,
+    lx: cx - chord, ly: cy - chord, lz: cz - chord, lt: box.tLo,
+    hx: cx + chord, hy: cy + chord, hz: cz + chord, ht: box.tHi,
+    cx, cy, cz,
+    reach2: (chord + BALL_MARGIN) ** 2,
     minDiscountRate: filter.minDiscountRate,
     expiresFrom: filter.expiresFrom,
     expiresUntil: filter.expiresUntil ?? 0,
