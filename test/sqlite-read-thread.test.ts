@@ -34,6 +34,18 @@ describe('SQLite reader thread', () => {
     assert.equal(observed.length, before + 1)
   })
 
+  test('rows cross by column and come back as the main connection returns them: every type, nulls, no rows', async () => {
+    // A column of numbers crosses as a Float64Array; a column holding anything else, as values.
+    const text = `select 1 as i, 2.5 as r, 'x' as t, null as z, x'0102' as b, 9007199254740991 as big
+      union all select -3, 0.1, 'é€', null, x'', -9007199254740991
+      union all select 7, null, '', 1, x'ff', 0`
+    const main = await sql.raw(text).execute(database.kysely)
+    const threaded = await reads.all<Record<string, unknown>>(text, [])
+    assert.deepEqual(threaded, main.rows)
+    assert.deepEqual(Object.keys(threaded[0] as object), ['i', 'r', 't', 'z', 'b', 'big'])
+    assert.deepEqual(await reads.all('select n from t where n > ?', [1000]), [])
+  })
+
   test('a long read leaves the event loop free', async () => {
     // ~100 ms of work on the thread; a 5 ms timer on the event loop fires long before it ends.
     const slow = reads.all('with recursive c(i) as (select 1 union all select i + 1 from c where i < 3000000) select count(*) as n from c', [])

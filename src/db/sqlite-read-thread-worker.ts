@@ -5,7 +5,7 @@
 import type SQLite from 'better-sqlite3'
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import { openSqliteConnection } from './sqlite-connection.js'
-import type { ReadReply, ReadRequest } from './sqlite-read-thread.js'
+import type { ReadColumns, ReadReply, ReadRequest } from './sqlite-read-thread.js'
 
 /** Statement texts kept prepared: the few fixed queries sent here, with room to spare. */
 const STATEMENT_CACHE_SIZE = 64
@@ -13,17 +13,32 @@ const STATEMENT_CACHE_SIZE = 64
 if (!parentPort) throw new Error('sqlite-read-thread-worker runs as a worker thread')
 const port: MessagePort = parentPort
 const db = openSqliteConnection((workerData as { path: string }).path)
-const statements = new Map<string, SQLite.Statement>()
+const statements = new Map<string, { statement: SQLite.Statement; names: string[] }>()
 
-function prepared(sql: string): SQLite.Statement {
-  let statement = statements.get(sql)
-  if (!statement) {
-    statement = db.prepare(sql)
+function prepared(sql: string): { statement: SQLite.Statement; names: string[] } {
+  let entry = statements.get(sql)
+  if (!entry) {
+    const statement = db.prepare(sql)
     if (!statement.reader) throw Object.assign(new Error('the SQLite reader thread runs reads only'), { code: 'SQLITE_MISUSE' })
+    // Rows as arrays: they are sent by column (ReadColumns), and objects would only be taken apart again.
+    statement.raw(true)
+    entry = { statement, names: statement.columns().map((column) => column.name) }
     if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value as string)
-    statements.set(sql, statement)
+    statements.set(sql, entry)
   }
-  return statement
+  return entry
+}
+
+/** The rows by column: all-number columns as a Float64Array (an integer up to 2^53 is exact in a double). */
+function byColumn(names: string[], rows: unknown[][]): ReadColumns {
+  const values = names.map((_, c) => {
+    let numbers = true
+    for (const row of rows) if (typeof row[c] !== 'number') numbers = false
+    const column = numbers ? new Float64Array(rows.length) : new Array<unknown>(rows.length)
+    for (let k = 0; k < rows.length; k++) column[k] = (rows[k] as unknown[])[c] as never
+    return column
+  })
+  return { names, values, count: rows.length }
 }
 
 port.on('message', (message: ReadRequest) => {
@@ -35,8 +50,9 @@ port.on('message', (message: ReadRequest) => {
   const started = performance.now()
   let reply: ReadReply
   try {
-    const rows = prepared(message.sql).all(...message.parameters) as unknown[]
-    reply = { id: message.id, seconds: (performance.now() - started) / 1000, rows }
+    const { statement, names } = prepared(message.sql)
+    const rows = statement.all(...message.parameters) as unknown[][]
+    reply = { id: message.id, seconds: (performance.now() - started) / 1000, columns: byColumn(names, rows) }
   } catch (error) {
     const { message: text, code } = error as { message: string; code?: unknown }
     reply = { id: message.id, seconds: (performance.now() - started) / 1000, error: { message: String(text), code } }

@@ -1,8 +1,35 @@
 import { ModuleThread } from './module-worker.js'
 
 export type ReadRequest = { type: 'all'; id: number; sql: string; parameters: readonly unknown[] } | { type: 'close' }
+
+/**
+ * A read's rows by column: each column's values in row order, a Float64Array when they are all numbers. Copying
+ * rows between threads as objects cost ~25 µs for a discovery read's 40 rows of 5 columns, about a third of the
+ * read itself; as columns, ~5 µs (structured clone copies a typed array as bytes, and no object shapes).
+ */
+export interface ReadColumns {
+  names: string[]
+  values: Array<Float64Array | unknown[]>
+  count: number
+}
+
 /** A read's rows, or the error it failed with (code as SQLite names it: dialect.ts classifies by it). */
-export type ReadReply = { id: number; seconds: number } & ({ rows: unknown[] } | { error: { message: string; code: unknown } })
+export type ReadReply = { id: number; seconds: number } & ({ columns: ReadColumns } | { error: { message: string; code: unknown } })
+
+/** A blob crosses threads as a Uint8Array: a Buffer again, as the main connection returns it. */
+const asBuffer = (value: unknown) => (value instanceof Uint8Array ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value)
+
+/** Rows again from their columns (ReadColumns), as better-sqlite3 would have returned them. */
+export function rowsOf({ names, values, count }: ReadColumns): Array<Record<string, unknown>> {
+  const columns = values.map((column) => (column instanceof Float64Array ? column : column.map(asBuffer)))
+  const rows: Array<Record<string, unknown>> = new Array(count)
+  for (let k = 0; k < count; k++) {
+    const row: Record<string, unknown> = {}
+    for (let c = 0; c < names.length; c++) row[names[c] as string] = (columns[c] as ArrayLike<unknown>)[k]
+    rows[k] = row
+  }
+  return rows
+}
 
 /**
  * Reads of a SQLite file that run on a thread of their own. better-sqlite3 is synchronous: a read on the event
@@ -28,7 +55,7 @@ export class SqliteReadThread {
       const pending = this.#thread.take(reply.id)
       if (!pending) return
       observe?.(reply.seconds)
-      if ('rows' in reply) pending.resolve(reply.rows)
+      if ('columns' in reply) pending.resolve(rowsOf(reply.columns))
       else pending.reject(Object.assign(new Error(reply.error.message), { name: 'SqliteError', code: reply.error.code }))
     })
   }
