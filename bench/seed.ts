@@ -7,7 +7,8 @@
 import { sql, type Kysely } from 'kysely'
 import type { Database } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
-import { geoRow } from '../src/discovery/sphere.js'
+import { cellOf } from '../src/discovery/cells.js'
+import { unitVector } from '../src/discovery/sphere.js'
 import { listingId } from '../src/ids.js'
 import { itemColumns, listingColumns } from '../src/listings/columns.js'
 import type { CreateListingInput } from '../src/listings/schemas.js'
@@ -79,7 +80,6 @@ export async function seed(database: Database, count: number, options: SeedOptio
     for (let first = 1; first <= count; first += BATCH) {
       const listings = []
       const listingItems = []
-      const geo = []
       for (let seq = first; seq < Math.min(first + BATCH, count + 1); seq++) {
         const createdAtMs = startMs + seq
         const id = listingId(createdAtMs, 0)
@@ -102,17 +102,12 @@ export async function seed(database: Database, count: number, options: SeedOptio
           expires_at_unix: expiresAtUnix,
           ...listingColumns(provider.id, input),
           request_hash: 'seeded',
+          // Discovery's indexes are on it; the creates write it too (columns.ts's prepareListing).
+          cell: cellOf(unitVector(input.location.latitude, input.location.longitude)),
         })
-        // SQLite's spatial index is a table of its own that the create writes (sqlite-create.ts); so does the seed.
-        // PostgreSQL's is an index on the listing's columns, maintained by PostgreSQL.
-        if (database.dialect === 'sqlite') {
-          const [x, y, z, t] = geoRow(input.location.latitude, input.location.longitude, expiresAtUnix)
-          geo.push({ x0: x, x1: x, y0: y, y1: y, z0: z, z1: z, t0: t, t1: t, listing_id: id })
-        }
         listingItems.push(...items.map((item) => ({ listing_id: id, ...item })))
       }
       await trx.insertInto('listings').values(listings).execute()
-      if (geo.length > 0) await (trx as unknown as Kysely<any>).insertInto('listing_geo').values(geo).execute()
       for (let at = 0; at < listingItems.length; at += BATCH) {
         await trx.insertInto('listing_items').values(listingItems.slice(at, at + BATCH)).execute()
       }

@@ -8,6 +8,7 @@ import * as listingLifecycle from '../migrations/2026-11-23-listing-lifecycle.js
 import * as webhooks from '../migrations/2026-11-24-webhooks.js'
 import * as discovery from '../migrations/2026-11-24-discovery.js'
 import * as claimsByEndpoint from '../migrations/2026-11-24-claims-by-endpoint.js'
+import * as discoveryCells from '../migrations/2026-11-24-discovery-cells.js'
 
 interface Migration {
   name: string
@@ -24,6 +25,7 @@ const migrations: Migration[] = [
   { name: '2026-11-24-webhooks', up: webhooks.up },
   { name: '2026-11-24-discovery', up: discovery.up },
   { name: '2026-11-24-claims-by-endpoint', up: claimsByEndpoint.up },
+  { name: '2026-11-24-discovery-cells', up: discoveryCells.up },
 ]
 
 /**

@@ -57,6 +57,8 @@ export interface ListingsTable {
   expiry_recorded: Generated<number>
   /** The items with every column, as JSON (listing-state.ts): one row is the whole listing. */
   items_record: string
+  /** Discovery's cell of the listing's position (discovery/cells.ts): its two indexes are on it. */
+  cell: number
 }
 
 export interface ListingItemsTable {

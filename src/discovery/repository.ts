@@ -3,7 +3,7 @@ import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import type { SqliteReadThread } from '../db/sqlite-read-thread.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
-import { candidateParams, candidatesSql, idInJsonArray, type ActiveFilter, type CandidateParams, type CandidateRow, type IndexBox } from './spatial-index.js'
+import { candidateParams, candidatesSql, idInJsonArray, type ActiveFilter, type CandidateParams, type CandidateRow, type QueryArea } from './spatial-index.js'
 
 export interface DiscoveredState {
   state: ListingState
@@ -44,9 +44,9 @@ export class DiscoveryRepository {
    * and on the event loop it saturated it (db/sqlite-read-thread.ts). The listings read whole stay on the main
    * connection: with the page's text cache (listing-json.ts) they are few.
    */
-  readonly candidates = (box: IndexBox, filter: ActiveFilter): Promise<CandidateRow[]> => {
+  readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> => {
     const query = filter.expiresUntil === null ? this.#open : this.#bounded
-    const params = candidateParams(box, filter)
+    const params = candidateParams(area, filter)
     if (!this.#reads) return query.execute(params)
     const { sql, parameters } = query.bind(params)
     return this.#reads.all<CandidateRow>(sql, parameters)

@@ -1,18 +1,18 @@
 import type { CursorKey } from './cursor.js'
-import { chordHalfSide, expiryCoordinate, EXPIRY_SCALE, FAR_FUTURE_COORDINATE, greatCircleMeters, unitVector } from './sphere.js'
-import type { ActiveFilter, CandidateRow, IndexBox } from './spatial-index.js'
+import { greatCircleMeters } from './sphere.js'
+import type { ActiveFilter, CandidateRow, QueryArea } from './spatial-index.js'
 
 /*
  * Which listings a discovery page holds, decided by the same code on both databases: the spatial index
- * (spatial-index.ts) hands over the candidates in a box, the exact great-circle distance decides, and the order
+ * (spatial-index.ts) hands over the candidates around a circle, the exact great-circle distance decides, and the order
  * is made here.
  *
  * Neither order is asked of the database as an ORDER BY over every match: 50,000 listings lie within 10 km of a
  * city centre, and sorting thousands of them for 20 would cost each request milliseconds. Instead the search
  * grows: nearest-first asks a small circle first and widens it until it holds more than `limit` listings (every
  * listing outside a circle of radius ρ is farther than every one inside, so the first `limit + 1` inside are the
- * first overall); ending-soonest asks a short window of expiry first and lengthens it the same way (the expiry
- * is the index's fourth coordinate). Either search stops at the query's radius, or at the open end of time.
+ * first overall); ending-soonest asks a short window of expiry first and lengthens it the same way (its index
+ * is ordered by expiry within a region). Either search stops at the query's radius, or at the open end of time.
  */
 
 export interface SearchQuery {
@@ -36,7 +36,7 @@ export interface Hit {
   expiresAtUnix: number
 }
 
-export type Candidates = (box: IndexBox, filter: ActiveFilter) => Promise<CandidateRow[]>
+export type Candidates = (area: QueryArea, filter: ActiveFilter) => Promise<CandidateRow[]>
 
 /** The first circle nearest-first asks: a dense city centre holds a page within it. */
 const FIRST_RADIUS_M = 250
@@ -72,7 +72,6 @@ const byKeyThenId = (key: (hit: Hit) => number) => (a: Hit, b: Hit) => key(a) - 
  * another page exists).
  */
 export async function search(query: SearchQuery, candidates: Candidates): Promise<Hit[]> {
-  const center = unitVector(query.latitude, query.longitude)
   // Active now: contract §10 says expired once now ≥ expiresAtUnix × 1000.
   const firstLiving = Math.floor(query.nowMs / 1000) + 1
   const wanted = query.limit + 1
@@ -86,16 +85,12 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
     }
     return hits
   }
-  // Half a second of margin either side of an expiry range: the box only preselects, by the rounded coordinate.
-  const margin = EXPIRY_SCALE / 2
-
   if (query.sort === 'distance') {
     const key = (hit: Hit) => hit.distance
     const filter: ActiveFilter = { minDiscountRate: query.minDiscountRate, expiresFrom: firstLiving, expiresUntil: null }
-    const tLo = expiryCoordinate(firstLiving) - margin
     let radius = Math.min(query.radiusMeters, (query.after?.key ?? 0) + FIRST_RADIUS_M)
     for (;;) {
-      const rows = await candidates({ centre: center, chord: chordHalfSide(radius), tLo, tHi: FAR_FUTURE_COORDINATE }, filter)
+      const rows = await candidates({ latitude: query.latitude, longitude: query.longitude, radiusMeters: radius }, filter)
       const hits = hitsOf(rows, radius, key)
       if (hits.length >= wanted || radius >= query.radiusMeters) return hits.sort(byKeyThenId(key)).slice(0, wanted)
       radius = Math.min(query.radiusMeters, radius * growth(hits.length, wanted, 2))
@@ -103,7 +98,7 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
   }
 
   const key = (hit: Hit) => hit.expiresAtUnix
-  const half = chordHalfSide(query.radiusMeters)
+  const area: QueryArea = { latitude: query.latitude, longitude: query.longitude, radiusMeters: query.radiusMeters }
   // Windows follow each other without overlap, and their hits add up: once they hold `wanted`, the first `wanted`
   // by expiry are among them (every later window's listings expire later). An empty window only doubles the next
   // one: listings may start expiring much later than now, and a big leap would fetch thousands at once.
@@ -119,8 +114,7 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
     const until = window > LAST_WINDOW_S ? null : from + window - 1
     const limit = window > 1 ? probeLimit : undefined
     const filter: ActiveFilter = { minDiscountRate: query.minDiscountRate, expiresFrom: from, expiresUntil: until, limit }
-    const tHi = until === null ? FAR_FUTURE_COORDINATE : expiryCoordinate(until) + margin
-    const rows = await candidates({ centre: center, chord: half, tLo: expiryCoordinate(from) - margin, tHi }, filter)
+    const rows = await candidates(area, filter)
     if (limit !== undefined && rows.length >= limit) {
       window = Math.floor(Math.min(window, LAST_WINDOW_S) / 2)
       continue

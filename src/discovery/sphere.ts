@@ -1,12 +1,12 @@
 /*
  * Geometry of discovery (contract §12): great-circle distance on a sphere of radius 6,371,008.8 m, and the
- * 4-D point every listing is indexed by. Pure arithmetic, no Kysely: the SQLite writer thread imports it.
+ * boxes a query asks the index for. Pure arithmetic, no Kysely: the SQLite writer thread imports it.
  *
- * A listing's position is indexed as its point on the unit sphere in 3-D (x, y, z), not as latitude and
+ * A listing's position is indexed by its point on the unit sphere in 3-D (x, y, z), not by latitude and
  * longitude: a circle on the sphere is then exactly the set of points within a straight-line (chord) distance
  * of its centre, so the box [centre − chord, centre + chord] contains the whole circle with no special case at
- * the antimeridian (longitude wraps) or at the poles (longitude degenerates). The fourth coordinate is the
- * listing's expiry, scaled, so the same box also leaves out what has expired and serves `ending_soon`.
+ * the antimeridian (longitude wraps) or at the poles (longitude degenerates). cells.ts numbers the cells of a
+ * cube around the sphere; the index holds each listing's cell, and a query reads the cells its box reaches.
  */
 
 export const EARTH_RADIUS_M = 6_371_008.8
@@ -49,23 +49,33 @@ export function chordHalfSide(meters: number): number {
   return 2 * Math.sin(angle / 2) + 1e-9
 }
 
-/**
- * Expiry as the fourth coordinate: seconds since 2026-01-01, scaled so that an hour spans about what 10 km
- * does on the unit sphere. R-trees split nodes along whichever axis makes them smallest; with raw seconds the
- * time axis would dwarf the spatial ones and nodes would become time slices covering the whole map.
- */
-export const EXPIRY_EPOCH_UNIX = 1_767_225_600
-export const EXPIRY_SCALE = 10_000 / EARTH_RADIUS_M / 3600
-
-export function expiryCoordinate(expiresAtUnix: number): number {
-  return (expiresAtUnix - EXPIRY_EPOCH_UNIX) * EXPIRY_SCALE
+/** A latitude/longitude box around a circle: at most two longitude intervals (two across the antimeridian). */
+export interface LatLonBounds {
+  south: number
+  north: number
+  longitudes: Array<[west: number, east: number]>
 }
 
-/** Beyond any expiry: the open end of a time range. */
-export const FAR_FUTURE_COORDINATE = 1e30
+/** Degrees of margin on every side of a bounding box: a centimetre, far above the rounding of the formulas. */
+const BOUNDS_MARGIN_DEG = 1e-7
 
-/** The R*Tree row of a listing (SQLite): its 4-D point as a degenerate box. */
-export function geoRow(latitude: number, longitude: number, expiresAtUnix: number): [number, number, number, number] {
-  const { x, y, z } = unitVector(latitude, longitude)
-  return [x, y, z, expiryCoordinate(expiresAtUnix)]
+/**
+ * The latitudes and longitudes every point within `meters` of (latitude, longitude) lies in: a preselection the
+ * index entries are checked against (spatial-index.ts) before a listing is read, cheaper than any distance.
+ * Latitude differs by at most the circle's angle; longitude by asin(sin angle ÷ cos latitude), unless the circle
+ * holds a pole (then any longitude); an interval past ±180° wraps into a second one.
+ */
+export function latLonBounds(latitude: number, longitude: number, meters: number): LatLonBounds {
+  const angle = Math.min(Math.PI, meters / EARTH_RADIUS_M)
+  const delta = angle / RADIANS + BOUNDS_MARGIN_DEG
+  const south = latitude - delta
+  const north = latitude + delta
+  const reach = Math.sin(angle) / Math.cos(latitude * RADIANS)
+  if (north >= 90 || south <= -90 || angle >= Math.PI / 2 || reach >= 1) return { south, north, longitudes: [[-180, 180]] }
+  const spread = Math.asin(reach) / RADIANS + BOUNDS_MARGIN_DEG
+  const west = longitude - spread
+  const east = longitude + spread
+  if (west < -180) return { south, north, longitudes: [[west + 360, 180], [-180, east]] }
+  if (east > 180) return { south, north, longitudes: [[west, 180], [-180, east - 360]] }
+  return { south, north, longitudes: [[west, east]] }
 }

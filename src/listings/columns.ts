@@ -1,3 +1,5 @@
+import { cellOf } from '../discovery/cells.js'
+import { unitVector } from '../discovery/sphere.js'
 import { itemsJson } from './page-json.js'
 import { requestHash } from './request-hash.js'
 import type { CreateListingInput } from './schemas.js'
@@ -68,11 +70,13 @@ export function listingRecordJson(providerId: string, input: CreateListingInput)
 
 /**
  * A create's record and fingerprint, made together from one provider and body: the provider whose counter a
- * writer bumps is always the one the record's rows belong to.
+ * writer bumps is always the one the record's rows belong to. The cell is not in the record: the record is what
+ * the fingerprint and the `listing.created` event are made of, and the cell is the index's, not the listing's.
  */
 export function prepareListing(providerId: string, input: CreateListingInput): PreparedListing {
   const record = listingRecordJson(providerId, input)
-  return { providerId, record, requestHash: requestHash(record) }
+  const { latitude, longitude } = input.location
+  return { providerId, record, requestHash: requestHash(record), cell: cellOf(unitVector(latitude, longitude)) }
 }
 
 // The create statements are prepared once, so they name their columns up front. `satisfies` makes the

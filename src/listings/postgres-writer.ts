@@ -23,9 +23,9 @@ interface BatchParams extends Record<string, unknown> {
  * A listing's record with the fields only this statement needs put in front: text joined to text, so the
  * record (a 100-item create's is ~36 kB) is neither parsed nor serialised again on its way to PostgreSQL.
  */
-function batchElement({ record, requestHash, ttlSeconds, nowMs }: ListingWrite, ordinal: number): string {
+function batchElement({ record, requestHash, ttlSeconds, nowMs, cell }: ListingWrite, ordinal: number): string {
   const head =
-    `{"ordinal":${ordinal},"ttl_seconds":${ttlSeconds},"random":${JSON.stringify(listingIdRandomPart())},` +
+    `{"ordinal":${ordinal},"ttl_seconds":${ttlSeconds},"cell":${cell},"random":${JSON.stringify(listingIdRandomPart())},` +
     `"request_hash":${JSON.stringify(requestHash)},"event_id":${JSON.stringify(prefixedId('evt', nowMs))},`
   return head + record.slice(1) // a record is a JSON object with fields: "{…}"
 }
@@ -74,11 +74,11 @@ export function postgresListingWriter(database: Database): ListingWriter {
       ), batch as (
         select e.elem, b.* from jsonb_array_elements(${param('listings')}::jsonb) as e(elem)
           cross join lateral jsonb_to_record(e.elem)
-          as b(${record(LISTING_COLUMN_TYPES)}, ordinal bigint, ttl_seconds bigint, random text, request_hash text, event_id text, items jsonb)
+          as b(${record(LISTING_COLUMN_TYPES)}, ordinal bigint, ttl_seconds bigint, cell bigint, random text, request_hash text, event_id text, items jsonb)
       ), listing as (
-        insert into listings (id, seq, created_at_ms, updated_at_ms, expires_at_unix, request_hash, items_record, ${names(LISTING_COLUMN_NAMES)})
+        insert into listings (id, seq, created_at_ms, updated_at_ms, expires_at_unix, request_hash, items_record, cell, ${names(LISTING_COLUMN_NAMES)})
         select ${listingIdSql(sql.ref('last_created_ms'), sql`(first_tick + ordinal - 1)`, sql.ref('random'))},
-          base_seq + ordinal, last_created_ms, last_created_ms, last_created_ms / 1000 + ttl_seconds, request_hash, items::text,
+          base_seq + ordinal, last_created_ms, last_created_ms, last_created_ms / 1000 + ttl_seconds, request_hash, items::text, cell,
           ${names(LISTING_COLUMN_NAMES, 'batch.')}
         from counter cross join batch
         returning id, seq, expires_at_unix
@@ -95,7 +95,7 @@ export function postgresListingWriter(database: Database): ListingWriter {
         insert into events (id, provider_id, seq, type, listing_id, created_at_ms, snapshot)
         select batch.event_id, counter.provider_id, counter.base_event_seq + batch.ordinal, 'listing.created', listing.id,
           counter.last_created_ms,
-          ((batch.elem - array['items_json', 'ordinal', 'ttl_seconds', 'random', 'request_hash', 'event_id'])
+          ((batch.elem - array['items_json', 'ordinal', 'ttl_seconds', 'cell', 'random', 'request_hash', 'event_id'])
             || jsonb_build_object('id', listing.id, 'version', 1, 'created_at_ms', counter.last_created_ms,
                  'updated_at_ms', counter.last_created_ms, 'expires_at_unix', listing.expires_at_unix,
                  'withdrawn_at_ms', null, 'expiry_recorded', 0))::text

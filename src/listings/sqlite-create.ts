@@ -1,5 +1,4 @@
 import { execute, queryOne, type Script, type ScriptSql } from '../db/script.js'
-import { geoRow } from '../discovery/sphere.js'
 import { recordEvents } from '../events/record.js'
 import { listingId } from '../ids.js'
 import { ITEM_COLUMN_TYPES, LISTING_COLUMN_NAMES, type ListingRecord } from './columns.js'
@@ -23,12 +22,9 @@ const BUMP_COUNTER = `
     last_created_ms = max(last_created_ms, ?)
   where id = ?
   returning listing_count, last_created_ms, last_created_tick`
-const LISTING_HEAD = ['id', 'seq', 'created_at_ms', 'updated_at_ms', 'expires_at_unix', 'request_hash', 'items_record']
+const LISTING_HEAD = ['id', 'seq', 'created_at_ms', 'updated_at_ms', 'expires_at_unix', 'request_hash', 'items_record', 'cell']
 const INSERT_LISTING = `insert into listings (${[...LISTING_HEAD, ...LISTING_COLUMN_NAMES].join(', ')})
   values (${placeholders(LISTING_HEAD.length + LISTING_COLUMN_NAMES.length)})`
-// Discovery's spatial index (discovery/spatial-index.ts), in the create's transaction: a listing is found the
-// moment its create commits. SQLite indexes no expression of this kind, so the point is stored.
-const INSERT_GEO = 'insert into listing_geo (x0, x1, y0, y1, z0, z1, t0, t1, listing_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?)'
 const INSERT_ITEM = `insert into listing_items (listing_id, ${itemNames.join(', ')}) values (${placeholders(itemNames.length + 1)})`
 
 /**
@@ -51,11 +47,10 @@ export function* createListingOnSqlite(d: ScriptSql, write: ListingWrite): Scrip
     expiresAtUnix,
     write.requestHash,
     JSON.stringify(items),
+    write.cell,
     ...LISTING_COLUMN_NAMES.map((name) => columns[name]),
   ])
   for (const item of items) yield* execute(INSERT_ITEM, [id, ...itemNames.map((name) => item[name])])
-  const [x, y, z, t] = geoRow(columns.latitude, columns.longitude, expiresAtUnix)
-  yield* execute(INSERT_GEO, [x, x, y, y, z, z, t, t, id])
   const listing = newListingState({ ...columns, items }, { id, createdAtMs, expiresAtUnix })
   yield* recordEvents(d, write.providerId, createdAtMs, [{ type: 'listing.created', listing }])
   return { listingId: id, expiresAtUnix }

@@ -4,6 +4,8 @@ export interface PreparedListing {
   /** listingRecordJson: a ListingRecord, whose provider_id is providerId. */
   record: string
   requestHash: string
+  /** The listing's cell (discovery/cells.ts): discovery's indexes are on it, and listings never move. */
+  cell: number
 }
 
 /** One create as a writer receives it: its prepared rows, and the clock reading and lifetime to date them by. */

@@ -1,10 +1,13 @@
 import { sql, type Kysely } from 'kysely'
 import type { DialectName } from '../db/connection.js'
-import { EXPIRY_EPOCH_UNIX, EXPIRY_SCALE } from '../discovery/sphere.js'
 
-// Frozen, like every migration. Its SQL is written out here, not imported from discovery/spatial-index.ts, so
-// that a later change there cannot change what this migration did; only the constants of the 4-D point are
-// shared (changing them would need a new migration that rebuilds the index anyway).
+// Frozen, like every migration: its SQL and constants are written out here, not imported, so that a later change
+// elsewhere cannot change what it did. Its spatial index (a 4-D point: the unit sphere and the listing's expiry,
+// scaled) was replaced by the cell index of 2026-11-24-discovery-cells, which drops it.
+
+/** The expiry coordinate: seconds since 2026-01-01, scaled so that an hour spans what 10 km does on the unit sphere. */
+const EXPIRY_EPOCH_UNIX = 1_767_225_600
+const EXPIRY_SCALE = 10_000 / 6_371_008.8 / 3600
 
 /**
  * Discovery (contract §12).
