@@ -4,7 +4,14 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { sql, type Kysely } from 'kysely'
 import { openDatabase } from '../src/db/connection.js'
-import { migrate } from '../src/db/migrate.js'
+import { migrate, migrations } from '../src/db/migrate.js'
+import { cellOf } from '../src/discovery/cells.js'
+import { unitVector } from '../src/discovery/sphere.js'
+import { itemColumns, listingColumns } from '../src/listings/columns.js'
+import type { CreateListingInput } from '../src/listings/schemas.js'
+import { ProviderRepository } from '../src/providers/repository.js'
+import { listingBody } from './fixtures.js'
+import { seededRandom } from './seeded-random.js'
 import * as initial from '../src/migrations/2026-11-21-initial.js'
 import * as listingItemsJson from '../src/migrations/2026-11-21-listing-items-json.js'
 import { createTestDatabase, testDialects } from './helper.js'
@@ -141,6 +148,51 @@ for (const dialect of await testDialects()) {
                       where table_name = 'listing_items' and constraint_type = 'FOREIGN KEY'`.execute(database.kysely)
           : await sql`select * from pragma_foreign_key_list('listing_items')`.execute(database.kysely)
       assert.equal(keys.rows.length, dialect === 'postgres' ? 0 : 1, JSON.stringify(keys.rows))
+    } finally {
+      await database.close()
+      await testDatabase.drop()
+    }
+  })
+}
+
+for (const dialect of await testDialects()) {
+  test(`2026-11-24-discovery-cells fills every existing listing's cell and replaces the first spatial index [${dialect}]`, async () => {
+    const testDatabase = await createTestDatabase(dialect)
+    const database = openDatabase(testDatabase.url)
+    try {
+      const db = database.kysely as Kysely<any>
+      const last = migrations.at(-1) as (typeof migrations)[number]
+      assert.equal(last.name, '2026-11-24-discovery-cells')
+      for (const migration of migrations.slice(0, -1)) await migration.up(db, dialect)
+      const provider = await new ProviderRepository(database).create({ name: 'Before cells' }, Date.now())
+      // More listings than the migration fills per statement, spread over the globe, poles and antimeridian too.
+      const next = seededRandom(3)
+      const count = 5_003
+      const body = listingBody() as CreateListingInput
+      const rows = Array.from({ length: count }, (_, k) => {
+        const latitude = k === 0 ? 90 : k === 1 ? -90 : Math.asin(2 * next() - 1) * (180 / Math.PI)
+        const longitude = k === 2 ? 180 : k === 3 ? -180 : 360 * next() - 180
+        const input = { ...body, referenceId: `before-${k}`, location: { latitude, longitude } }
+        return {
+          ...listingColumns(provider.id, input),
+          id: `L${String(k).padStart(5, '0')}`, seq: k + 1, created_at_ms: 1, updated_at_ms: 1, expires_at_unix: 9,
+          request_hash: 'h', items_record: JSON.stringify(itemColumns(input)),
+        }
+      })
+      for (let at = 0; at < count; at += 500) await db.insertInto('listings').values(rows.slice(at, at + 500)).execute()
+
+      await last.up(db, dialect)
+
+      const stored = await db.selectFrom('listings').select(['id', 'latitude', 'longitude', 'cell']).execute()
+      assert.equal(stored.length, count)
+      for (const row of stored) assert.equal(Number(row.cell), cellOf(unitVector(row.latitude, row.longitude)), row.id)
+      const indexes =
+        dialect === 'sqlite'
+          ? await sql<{ name: string }>`select name from sqlite_master where tbl_name in ('listings', 'listing_geo') and name like 'listing%'`.execute(db)
+          : await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'listings'`.execute(db)
+      const names = indexes.rows.map((row) => row.name)
+      assert.ok(names.includes('listings_near') && names.includes('listings_ending'), names.join(', '))
+      assert.ok(!names.includes('listing_geo') && !names.includes('listings_discovery'), names.join(', '))
     } finally {
       await database.close()
       await testDatabase.drop()

@@ -16,8 +16,8 @@ interface Migration {
   up(db: Kysely<any>, dialect: DialectName): Promise<void>
 }
 
-/** In order; names are dated and never reused. */
-const migrations: Migration[] = [
+/** In order; names are dated and never reused. Exported for tests that stop before one. */
+export const migrations: readonly Migration[] = [
   { name: '2026-11-21-initial', up: initial.up },
   { name: '2026-11-21-listing-items-json', up: listingItemsJson.up },
   { name: '2026-11-22-postgres-items-without-fk', up: postgresItemsWithoutFk.up },

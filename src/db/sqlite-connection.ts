@@ -47,7 +47,7 @@ export function openSqliteConnection(path: string): SQLite.Database {
   // Another connection (the writer thread, a second instance, the CLI) may hold the write lock briefly: wait, don't fail.
   sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
   // Reads of the database file through memory mapping instead of a read() per page into SQLite's own 2 MB page
-  // cache: at 1M listings a discovery query touches a few hundred scattered pages (its R*Tree nodes and each
+  // cache: at 1M listings a discovery query touched a few hundred scattered pages (then its R*Tree nodes and each
   // candidate's row), and copying each one through the cache made the same query cost 1.5-4x what it did at 100k
   // (bench/README.md). The mapping holds no memory of its own: the kernel's page cache backs it.
   if (path !== ':memory:') sqlite.pragma(`mmap_size = ${SQLITE_MMAP_BYTES}`)

@@ -3,7 +3,7 @@ import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import type { SqliteReadThread } from '../db/sqlite-read-thread.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
-import { candidateParams, candidatesSql, idInJsonArray, type ActiveFilter, type CandidateParams, type CandidateRow, type QueryArea } from './spatial-index.js'
+import { candidateParams, candidateRows, candidatesSql, idInJsonArray, type ActiveFilter, type CandidateParams, type CandidateRow, type PackedCandidates, type QueryArea } from './spatial-index.js'
 
 export interface DiscoveredState {
   state: ListingState
@@ -20,8 +20,8 @@ const STATE_SELECT = sql.raw(STATE_COLUMN_NAMES.map((name) => `l.${name}`).join(
  * fixed text, compiled once (PreparedQuery): building queries was a quarter of a page request's CPU.
  */
 export class DiscoveryRepository {
-  readonly #open: PreparedQuery<CandidateParams, CandidateRow>
-  readonly #bounded: PreparedQuery<CandidateParams, CandidateRow>
+  readonly #open: PreparedQuery<CandidateParams, CandidateRow | PackedCandidates>
+  readonly #bounded: PreparedQuery<CandidateParams, CandidateRow | PackedCandidates>
   readonly #states: PreparedQuery<{ ids: string }, StatesRow>
   readonly #reads: SqliteReadThread | undefined
 
@@ -44,12 +44,12 @@ export class DiscoveryRepository {
    * and on the event loop it saturated it (db/sqlite-read-thread.ts). The listings read whole stay on the main
    * connection: with the page's text cache (listing-json.ts) they are few.
    */
-  readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> => {
+  readonly candidates = async (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> => {
     const query = filter.expiresUntil === null ? this.#open : this.#bounded
     const params = candidateParams(area, filter)
-    if (!this.#reads) return query.execute(params)
+    if (!this.#reads) return candidateRows(await query.execute(params))
     const { sql, parameters } = query.bind(params)
-    return this.#reads.all<CandidateRow>(sql, parameters)
+    return candidateRows(await this.#reads.all<CandidateRow>(sql, parameters))
   }
 
   /** The listings with these ids, whole, with their provider's industry; in no particular order. */

@@ -14,7 +14,8 @@ import { chordHalfSide, latLonBounds, unitVector } from './sphere.js'
  *
  * Either way each index entry is checked against the circle's latitude/longitude box (sphere.ts) on the index
  * itself, so what reaches the search (search.ts: exact distance, order) is ~1.3× what lies in the circle. The
- * only difference between the databases is how a JSON array parameter becomes rows.
+ * differences between the databases: how a JSON array parameter becomes rows, PostgreSQL's LATERAL (KEYS), and
+ * PostgreSQL's rows coming packed in one (PackedCandidates).
  */
 
 /** The circle a candidate query is for. */
@@ -90,8 +91,9 @@ const CANDIDATE_COLUMNS = sql.raw('l.id, l.version, l.latitude, l.longitude, l.e
  * The candidate query: every listing that can be active in the keys' cells or regions, within the box, passing
  * the filter, with or without an upper end of expiry (which decides the index). Built once per shape
  * (PreparedQuery), bound per request. The condition "can be active" is the indexes' own, so they are used.
+ * Read its rows with candidateRows.
  */
-export function candidatesSql(dialect: DialectName, bounded: boolean, param: Param): RawBuilder<CandidateRow> {
+export function candidatesSql(dialect: DialectName, bounded: boolean, param: Param): RawBuilder<CandidateRow | PackedCandidates> {
   const keys = KEYS[dialect]
   const [before, after] = keys.rows.split('?') as [string, string]
   const rows = sql`${sql.raw(before)}${param('keys')}${sql.raw(after)}`
@@ -105,9 +107,40 @@ export function candidatesSql(dialect: DialectName, bounded: boolean, param: Par
   if (dialect === 'sqlite') {
     return sql<CandidateRow>`select ${CANDIDATE_COLUMNS} from ${rows} join listings l on ${byKey} where ${filter} limit ${param('limit')}`
   }
-  return sql<CandidateRow>`
-    select c.* from ${rows} cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
-    limit ${param('limit')}`
+  return sql<PackedCandidates>`
+    select string_agg(concat_ws(' ', c.id, c.version, c.latitude, c.longitude, c.expires_at_unix), ' ') as packed from (
+      select c.* from ${rows} cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
+      limit ${param('limit')}) as c`
+}
+
+/**
+ * PostgreSQL's candidates come as one row of text: each candidate's id, version, latitude, longitude and expiry,
+ * separated by spaces (ids are this service's, made of letters and digits; a double's text is PostgreSQL's
+ * shortest exact one, as pg reads any double). On the event loop, which PostgreSQL's requests saturate, 40 rows
+ * of 5 columns cost ~105 µs to receive and parse, one row ~45 µs (scratch measurement, node CPU per query):
+ * 3,387 → 4,378 requests a second in the service at 100k (after VACUUM).
+ */
+export interface PackedCandidates {
+  packed: string | null
+}
+
+/** A candidate query's rows as CandidateRows, whichever form the dialect's query returns them in. */
+export function candidateRows(rows: ReadonlyArray<CandidateRow | PackedCandidates>): CandidateRow[] {
+  const first = rows[0]
+  if (first === undefined || !('packed' in first)) return rows as CandidateRow[]
+  if (first.packed === null) return [] // no candidates: string_agg of no rows
+  const fields = first.packed.split(' ')
+  const candidates: CandidateRow[] = []
+  for (let k = 0; k + 4 < fields.length; k += 5) {
+    candidates.push({
+      id: fields[k] as string,
+      version: Number(fields[k + 1]),
+      latitude: Number(fields[k + 2]),
+      longitude: Number(fields[k + 3]),
+      expires_at_unix: Number(fields[k + 4]),
+    })
+  }
+  return candidates
 }
 
 export function candidateParams(area: QueryArea, filter: ActiveFilter): CandidateParams {

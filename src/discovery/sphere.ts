@@ -40,9 +40,9 @@ export function greatCircleMeters(lat1: number, lon1: number, lat2: number, lon2
 
 /**
  * Half the side of the box that holds every point within `meters` of a centre: the chord of that arc on the
- * unit sphere, plus a margin far above the rounding of the coordinates (float64 here and in SQL, float32 in
- * SQLite's R*Tree, which rounds outwards) and far below a metre (1e-9 of the unit sphere is 6 mm). The box
- * only preselects; the exact distance decides.
+ * unit sphere, plus a margin far above the rounding of the coordinates and of the cells' projection (float64,
+ * ~1e-16) and far below a metre (1e-9 of the unit sphere is 6 mm). The box only preselects; the exact distance
+ * decides.
  */
 export function chordHalfSide(meters: number): number {
   const angle = Math.min(Math.PI, meters / EARTH_RADIUS_M)
