@@ -102,5 +102,32 @@ for (const dialect of await testDialects()) {
       const { seen } = await pages({ ...CENTRE, radiusMeters: 2000, sort: 'distance', minDiscountRate: 0.1, limit: 25 }, 8)
       assert.deepEqual(seen, bruteForce(2000, 'distance', 200))
     })
+
+    test('candidate queries asked at once (one statement on PostgreSQL) are each answered as when asked alone', async () => {
+      const repository = new DiscoveryRepository(database)
+      const next = random(13)
+      const queries = Array.from({ length: 60 }, (_, k) => ({
+        area: { latitude: CENTRE.latitude + (next() - 0.5) / 30, longitude: CENTRE.longitude + (next() - 0.5) / 30, radiusMeters: 100 + 3000 * next() },
+        filter: {
+          minDiscountRate: k % 5 === 0 ? 0.6 : 0.1, // none passes 0.6: an empty answer among the others
+          expiresFrom: nowUnix + 1,
+          expiresUntil: k % 2 === 0 ? null : CROWD_AT + Math.floor(3600 * next()),
+          ...(k % 3 === 0 ? { limit: 5 } : {}),
+        } satisfies ActiveFilter,
+      }))
+      const sorted = (found: Array<{ id: string }>) => found.map((row) => row.id).sort()
+      // Each query alone, without its limit: every listing it may answer with.
+      const alone: string[][] = []
+      for (const { area, filter } of queries) alone.push(sorted(await repository.candidates(area, { ...filter, limit: undefined })))
+      const together = await Promise.all(queries.map(({ area, filter }) => repository.candidates(area, filter)))
+      queries.forEach(({ filter }, k) => {
+        const got = sorted(together[k] as Array<{ id: string }>)
+        const expected = alone[k] as string[]
+        if (filter.limit === undefined) assert.deepEqual(got, expected, `query ${k}`)
+        // A limit keeps any `limit` of the matches.
+        else assert.ok(got.length === Math.min(filter.limit, expected.length) && got.every((id) => expected.includes(id)), `query ${k}`)
+      })
+      assert.ok(alone.some((ids) => ids.length > 0) && alone.some((ids) => ids.length === 0))
+    })
   })
 }

@@ -14,8 +14,8 @@ import { chordHalfSide, latLonBounds, unitVector } from './sphere.js'
  *
  * Either way each index entry is checked against the circle's latitude/longitude box (sphere.ts) on the index
  * itself, so what reaches the search (search.ts: exact distance, order) is ~1.3× what lies in the circle. The
- * differences between the databases: how a JSON array parameter becomes rows, PostgreSQL's LATERAL (KEYS), and
- * PostgreSQL's rows coming packed in one (PackedCandidates).
+ * conditions are written once (conditions()); PostgreSQL's statement differs in form: queries in batches, a
+ * LATERAL join, rows packed in one (postgresCandidatesSql).
  */
 
 /** The circle a candidate query is for. */
@@ -67,69 +67,98 @@ export interface CandidateParams extends Record<string, unknown> {
 /** The limit that is none: SQLite reads a negative limit as none, PostgreSQL does not; this is far above any area. */
 const NO_LIMIT = 2 ** 31 - 1
 
-type Param = <K extends keyof CandidateParams & string>(name: K) => CandidateParams[K]
-
-/**
- * A JSON array parameter as rows of one column `value` (a range's ends are `value ->> 0` and `value ->> 1`),
- * each joined to the listings its key selects. SQLite joins them in the order written, each row's key an index
- * range. PostgreSQL's planner, joining freely, scanned the whole index by the other conditions instead (8.8 ms)
- * or read the table (45 ms): a LATERAL subquery that cannot be pulled up (`offset 0`) makes each key a scan.
- */
-const KEYS: Record<DialectName, { rows: string; first: string; last: string; number: string }> = {
-  sqlite: { rows: 'json_each(?) as r', first: 'r.value ->> 0', last: 'r.value ->> 1', number: 'r.value' },
-  postgres: {
-    rows: 'jsonb_array_elements(cast(? as jsonb)) as r(value)',
-    first: '(r.value ->> 0)::bigint',
-    last: '(r.value ->> 1)::bigint',
-    number: "(r.value #>> '{}')::bigint",
-  },
-}
+/** A candidate query's value by name: SQLite's bound parameter, or (PostgreSQL) a field of the batch's query. */
+type Value = (name: keyof CandidateParams & string) => unknown
 
 const CANDIDATE_COLUMNS = sql.raw('l.id, l.version, l.latitude, l.longitude, l.expires_at_unix')
 
-/**
- * The candidate query: every listing that can be active in the keys' cells or regions, within the box, passing
- * the filter, with or without an upper end of expiry (which decides the index). Built once per shape
- * (PreparedQuery), bound per request. The condition "can be active" is the indexes' own, so they are used.
- * Read its rows with candidateRows.
- */
-export function candidatesSql(dialect: DialectName, bounded: boolean, param: Param): RawBuilder<CandidateRow | PackedCandidates> {
-  const keys = KEYS[dialect]
-  const [before, after] = keys.rows.split('?') as [string, string]
-  const rows = sql`${sql.raw(before)}${param('keys')}${sql.raw(after)}`
+/** The conditions on one key row `r` (a range of cells, or a region) and on the listing, in either dialect. */
+function conditions(bounded: boolean, value: Value, key: { first: string; last: string; number: string }) {
   const byKey = bounded
-    ? sql`(l.cell / ${sql.lit(REGION_DIVISOR)}) = ${sql.raw(keys.number)} and l.expires_at_unix between ${param('expiresFrom')} and ${param('expiresUntil')}`
-    : sql`l.cell between ${sql.raw(keys.first)} and ${sql.raw(keys.last)} and l.expires_at_unix >= ${param('expiresFrom')}`
+    ? sql`(l.cell / ${sql.lit(REGION_DIVISOR)}) = ${sql.raw(key.number)} and l.expires_at_unix between ${value('expiresFrom')} and ${value('expiresUntil')}`
+    : sql`l.cell between ${sql.raw(key.first)} and ${sql.raw(key.last)} and l.expires_at_unix >= ${value('expiresFrom')}`
   const filter = sql`l.withdrawn_at_ms is null and l.sold_out = 0
-      and l.latitude between ${param('south')} and ${param('north')}
-      and (l.longitude between ${param('west1')} and ${param('east1')} or l.longitude between ${param('west2')} and ${param('east2')})
-      and l.discount_rate >= ${param('minDiscountRate')}`
-  if (dialect === 'sqlite') {
-    return sql<CandidateRow>`select ${CANDIDATE_COLUMNS} from ${rows} join listings l on ${byKey} where ${filter} limit ${param('limit')}`
-  }
-  return sql<PackedCandidates>`
-    select string_agg(concat_ws(' ', c.id, c.version, c.latitude, c.longitude, c.expires_at_unix), ' ') as packed from (
-      select c.* from ${rows} cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
-      limit ${param('limit')}) as c`
+      and l.latitude between ${value('south')} and ${value('north')}
+      and (l.longitude between ${value('west1')} and ${value('east1')} or l.longitude between ${value('west2')} and ${value('east2')})
+      and l.discount_rate >= ${value('minDiscountRate')}`
+  return { byKey, filter }
 }
 
 /**
- * PostgreSQL's candidates come as one row of text: each candidate's id, version, latitude, longitude and expiry,
- * separated by spaces (ids are this service's, made of letters and digits; a double's text is PostgreSQL's
- * shortest exact one, as pg reads any double). On the event loop, which PostgreSQL's requests saturate, 40 rows
- * of 5 columns cost ~105 µs to receive and parse, one row ~45 µs (scratch measurement, node CPU per query):
- * 3,387 → 4,378 requests a second in the service at 100k (after VACUUM).
+ * SQLite's candidate query: every listing that can be active in the keys' cells or regions (a JSON array, each
+ * element an index range: SQLite joins in the order written), within the box, passing the filter, with or
+ * without an upper end of expiry (which decides the index). The condition "can be active" is the indexes' own,
+ * so they are used. Built once per shape (PreparedQuery), bound per request.
+ */
+export function sqliteCandidatesSql(bounded: boolean, param: Value): RawBuilder<CandidateRow> {
+  const { byKey, filter } = conditions(bounded, param, { first: 'r.value ->> 0', last: 'r.value ->> 1', number: 'r.value' })
+  return sql<CandidateRow>`
+    select ${CANDIDATE_COLUMNS} from json_each(${param('keys')}) as r join listings l on ${byKey}
+    where ${filter} limit ${param('limit')}`
+}
+
+/** PostgreSQL types of the query fields, read from the batch's JSON. */
+const FIELD_TYPES: Record<Exclude<keyof CandidateParams, 'keys'>, string> = {
+  south: 'float8',
+  north: 'float8',
+  west1: 'float8',
+  east1: 'float8',
+  west2: 'float8',
+  east2: 'float8',
+  minDiscountRate: 'float8',
+  expiresFrom: 'bigint',
+  expiresUntil: 'bigint',
+  limit: 'bigint',
+}
+
+/**
+ * PostgreSQL's candidate queries, several in one statement: `batch` is a JSON array of queries (candidateBatch),
+ * answered one row each, in order. On the event loop, which PostgreSQL's discovery saturates, most of a query's
+ * cost was its round trip, not its rows: a write to the socket, pg's bookkeeping, the answer's messages
+ * (repository.ts batches what arrives together, TrailingBatches).
+ *
+ * Each query's candidates come as one row of text (PackedCandidates). Its keys are joined to the listings by a
+ * LATERAL subquery that cannot be pulled up (`offset 0`): PostgreSQL's planner, joining freely, scanned the whole
+ * index by the other conditions instead (8.8 ms) or read the table (45 ms).
+ */
+export function postgresCandidatesSql(bounded: boolean, param: (name: 'batch') => unknown): RawBuilder<PackedCandidates> {
+  const field: Value = (name) => sql.raw(`(q.value ->> '${name}')::${FIELD_TYPES[name as keyof typeof FIELD_TYPES]}`)
+  const { byKey, filter } = conditions(bounded, field, {
+    first: '(r.value ->> 0)::bigint',
+    last: '(r.value ->> 1)::bigint',
+    number: "(r.value #>> '{}')::bigint",
+  })
+  return sql<PackedCandidates>`
+    select (
+      select string_agg(concat_ws(' ', c.id, c.version, c.latitude, c.longitude, c.expires_at_unix), ' ') from (
+        select c.* from jsonb_array_elements(q.value -> 'keys') as r(value)
+          cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
+        limit ${field('limit')}) as c
+    ) as packed
+    from jsonb_array_elements(cast(${param('batch')} as jsonb)) with ordinality as q(value, n)
+    order by q.n`
+}
+
+/** The queries of a PostgreSQL batch as its JSON parameter: each query's fields, its keys as JSON, not as text. */
+export function candidateBatch(queries: readonly CandidateParams[]): string {
+  return `[${queries.map(({ keys, ...fields }) => `{"keys":${keys},${JSON.stringify(fields).slice(1)}`).join(',')}]`
+}
+
+/**
+ * PostgreSQL's candidates of one query come as one row of text: each candidate's id, version, latitude, longitude
+ * and expiry, separated by spaces (ids are this service's, made of letters and digits; a double's text is
+ * PostgreSQL's shortest exact one, as pg reads any double). 40 rows of 5 columns cost the event loop ~105 µs to
+ * receive and parse, one row ~45 µs (scratch measurement, node CPU per query): 3,387 → 4,378 requests a second
+ * in the service at 100k (after VACUUM).
  */
 export interface PackedCandidates {
   packed: string | null
 }
 
-/** A candidate query's rows as CandidateRows, whichever form the dialect's query returns them in. */
-export function candidateRows(rows: ReadonlyArray<CandidateRow | PackedCandidates>): CandidateRow[] {
-  const first = rows[0]
-  if (first === undefined || !('packed' in first)) return rows as CandidateRow[]
-  if (first.packed === null) return [] // no candidates: string_agg of no rows
-  const fields = first.packed.split(' ')
+/** One query's candidates from their packed text (PackedCandidates); null is none (string_agg of no rows). */
+export function unpackCandidates(packed: string | null): CandidateRow[] {
+  if (packed === null) return []
+  const fields = packed.split(' ')
   const candidates: CandidateRow[] = []
   for (let k = 0; k + 4 < fields.length; k += 5) {
     candidates.push({
