@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { DiscoverParams } from './schemas.js'
 
 /**
@@ -18,7 +18,7 @@ const LISTING_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/
 /** What a cursor is bound to: every parameter that changes which listings match or their order, not `limit`. */
 function fingerprint(params: DiscoverParams): string {
   const text = JSON.stringify([params.latitude, params.longitude, params.radiusKm, params.sort, params.minDiscountRate])
-  return createHash('sha256').update(text).digest('base64url').slice(0, 16)
+  return hash('sha256', text, 'base64url').slice(0, 16)
 }
 
 export function encodeCursor(params: DiscoverParams, last: CursorKey): string {
