@@ -13,7 +13,7 @@ import type { UnitVector } from './sphere.js'
  * (Morton order) after the face's: the cells of a square of side 2^k at an aligned position are consecutive.
  */
 
-export const CELL_LEVEL = 20
+const CELL_LEVEL = 20
 const SIDE = 2 ** CELL_LEVEL
 const CELLS_PER_FACE = SIDE * SIDE // 2^40: face × 2^40 + Morton code stays below 2^43, exact in a double
 
