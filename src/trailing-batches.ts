@@ -19,16 +19,19 @@ interface Waiter<In, Out> {
  * reads of one page (identical: one query answers them all) and creates of one provider (one statement, one
  * lock on the provider's counter row, one commit).
  */
-export class TrailingBatches<In, Out> {
-  readonly #keys = new Map<string, { running: number; waiting: Array<Waiter<In, Out>> }>()
+export class TrailingBatches<In, Out, Key extends string = string> {
+  readonly #keys = new Map<Key, { running: number; waiting: Array<Waiter<In, Out>> }>()
 
   constructor(
-    /** Carries out one batch: one outcome per item, in order. A rejection fails every item of the batch. */
-    private readonly run: (items: In[]) => Promise<Array<Settled<Out>>>,
+    /**
+     * Carries out one batch of a key's items: one outcome per item, in order. A rejection fails every item of
+     * the batch.
+     */
+    private readonly run: (items: In[], key: Key) => Promise<Array<Settled<Out>>>,
     private readonly options: { maxBatch?: number; maxRunning?: number } = {},
   ) {}
 
-  submit(key: string, item: In): Promise<Out> {
+  submit(key: Key, item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
       let state = this.#keys.get(key)
       if (!state) this.#keys.set(key, (state = { running: 0, waiting: [] }))
@@ -38,12 +41,12 @@ export class TrailingBatches<In, Out> {
   }
 
   /** Starts batches of what waits, while fewer than maxRunning (default 1) of the key's batches run. */
-  #pump(key: string, state: { running: number; waiting: Array<Waiter<In, Out>> }): void {
+  #pump(key: Key, state: { running: number; waiting: Array<Waiter<In, Out>> }): void {
     const { maxBatch = Number.POSITIVE_INFINITY, maxRunning = 1 } = this.options
     while (state.running < maxRunning && state.waiting.length > 0) {
       const batch = state.waiting.splice(0, maxBatch)
       state.running += 1
-      this.#carryOut(batch).finally(() => {
+      this.#carryOut(key, batch).finally(() => {
         state.running -= 1
         if (state.running === 0 && state.waiting.length === 0) this.#keys.delete(key)
         else this.#pump(key, state)
@@ -51,10 +54,10 @@ export class TrailingBatches<In, Out> {
     }
   }
 
-  async #carryOut(batch: Array<Waiter<In, Out>>): Promise<void> {
+  async #carryOut(key: Key, batch: Array<Waiter<In, Out>>): Promise<void> {
     let outcomes: Array<Settled<Out>>
     try {
-      outcomes = await this.run(batch.map((waiter) => waiter.item))
+      outcomes = await this.run(batch.map((waiter) => waiter.item), key)
     } catch (error) {
       outcomes = batch.map(() => ({ ok: false, error }))
     }

@@ -4,12 +4,12 @@ import { TrailingBatches, type Settled } from '../src/trailing-batches.js'
 
 /** Batches that are recorded and ended by hand: each answers every item with `${item}@${batch number}`. */
 function manualBatches(maxBatch?: number) {
-  const batches: Array<{ items: string[]; end(): void; fail(error: Error): void }> = []
+  const batches: Array<{ key: string; items: string[]; end(): void; fail(error: Error): void }> = []
   const runner = new TrailingBatches<string, string>(
-    (items) =>
+    (items, key) =>
       new Promise<Array<Settled<string>>>((resolve, reject) => {
         const number = batches.length + 1
-        batches.push({ items, end: () => resolve(items.map((item) => ({ ok: true, value: `${item}@${number}` }))), fail: reject })
+        batches.push({ key, items, end: () => resolve(items.map((item) => ({ ok: true, value: `${item}@${number}` }))), fail: reject })
       }),
     { maxBatch },
   )
@@ -57,11 +57,12 @@ test('one outcome per item: an item can fail alone', async () => {
   await assert.rejects(three, /odd 3/)
 })
 
-test('different keys never share a batch', async () => {
+test('different keys never share a batch, and each batch is run with its key', async () => {
   const { batches, runner } = manualBatches()
   const a = runner.submit('a', 'x')
   const b = runner.submit('b', 'y')
   assert.deepEqual(batches.map((batch) => batch.items), [['x'], ['y']])
+  assert.deepEqual(batches.map((batch) => batch.key), ['a', 'b'])
   batches[0]?.end()
   batches[1]?.end()
   assert.deepEqual(await Promise.all([a, b]), ['x@1', 'y@2'])

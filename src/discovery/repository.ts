@@ -1,7 +1,6 @@
 import { sql } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
-import type { SqliteReadThread } from '../db/sqlite-read-thread.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
 import { TrailingBatches } from '../trailing-batches.js'
 import {
@@ -26,7 +25,8 @@ export interface DiscoveredState {
 
 type StatesRow = StateRow & { industry: string; sold_out: number }
 
-type SqliteCandidateQueries = Record<'open' | 'bounded', PreparedQuery<CandidateParams, CandidateRow>>
+/** A candidate query's shape: without an upper end of expiry (nearest-first), or with one (a window). */
+type Shape = 'open' | 'bounded'
 
 /** PostgreSQL: at most this many candidate queries in one statement, and this many statements at once per shape. */
 const MAX_BATCH = 32
@@ -39,34 +39,13 @@ const STATE_SELECT = sql.raw(STATE_COLUMN_NAMES.map((name) => `l.${name}`).join(
  * fixed text, compiled once (PreparedQuery): building queries was a quarter of a page request's CPU.
  */
 export class DiscoveryRepository {
-  /** SQLite: the candidate query without and with an upper end of expiry. */
-  readonly #sqlite?: SqliteCandidateQueries
-  /** PostgreSQL: candidate queries that arrive together go as one statement, per shape (open, bounded). */
-  readonly #postgres?: Record<'open' | 'bounded', TrailingBatches<CandidateParams, CandidateRow[]>>
+  /** Runs a candidate query of this shape, as the database's form of it is run (see candidates). */
+  readonly #query: (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]>
   readonly #states: PreparedQuery<{ ids: string }, StatesRow>
-  readonly #reads: SqliteReadThread | undefined
 
   constructor(database: Database) {
     const { dialect, kysely } = database
-    this.#reads = database.sqlite?.reads
-    if (dialect === 'sqlite') {
-      this.#sqlite = {
-        open: new PreparedQuery(kysely, (_db, param) => sqliteCandidatesSql(false, param)),
-        bounded: new PreparedQuery(kysely, (_db, param) => sqliteCandidatesSql(true, param)),
-      }
-    } else {
-      const batches = (bounded: boolean) => {
-        const statement = new PreparedQuery<{ batch: string }, PackedCandidates>(kysely, (_db, param) => postgresCandidatesSql(bounded, param))
-        return new TrailingBatches<CandidateParams, CandidateRow[]>(
-          async (queries) => {
-            const rows = await statement.execute({ batch: candidateBatch(queries) })
-            return rows.map((row) => ({ ok: true, value: unpackCandidates(row.packed) }))
-          },
-          { maxBatch: MAX_BATCH, maxRunning: MAX_RUNNING },
-        )
-      }
-      this.#postgres = { open: batches(false), bounded: batches(true) }
-    }
+    this.#query = dialect === 'sqlite' ? sqliteQuery(database) : postgresQuery(database)
     this.#states = new PreparedQuery(
       kysely,
       (_db, param) => sql<StatesRow>`
@@ -83,15 +62,8 @@ export class DiscoveryRepository {
    * before them). The listings read whole stay on the main connection: with the page's text cache
    * (listing-json.ts) they are few.
    */
-  readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> => {
-    const shape = filter.expiresUntil === null ? 'open' : 'bounded'
-    const params = candidateParams(area, filter)
-    if (this.#postgres) return this.#postgres[shape].submit(shape, params)
-    const query = (this.#sqlite as SqliteCandidateQueries)[shape]
-    if (!this.#reads) return query.execute(params)
-    const { sql, parameters } = query.bind(params)
-    return this.#reads.all<CandidateRow>(sql, parameters)
-  }
+  readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> =>
+    this.#query(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
 
   /** The listings with these ids, whole, with their provider's industry; in no particular order. */
   async states(ids: readonly string[]): Promise<DiscoveredState[]> {
@@ -99,4 +71,34 @@ export class DiscoveryRepository {
     const rows = await this.#states.execute({ ids: JSON.stringify(ids) })
     return rows.map(({ industry, sold_out, ...row }) => ({ state: stateFromRow(row), industry, soldOut: sold_out === 1 }))
   }
+}
+
+/** SQLite: one statement per query, on the reader thread when the database is a file. */
+function sqliteQuery({ kysely, sqlite }: Database): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
+  const statements: Record<Shape, PreparedQuery<CandidateParams, CandidateRow>> = {
+    open: new PreparedQuery(kysely, (_db, param) => sqliteCandidatesSql(false, param)),
+    bounded: new PreparedQuery(kysely, (_db, param) => sqliteCandidatesSql(true, param)),
+  }
+  const reads = sqlite?.reads
+  return (shape, params) => {
+    if (!reads) return statements[shape].execute(params)
+    const { sql: text, parameters } = statements[shape].bind(params)
+    return reads.all<CandidateRow>(text, parameters)
+  }
+}
+
+/** PostgreSQL: the queries of one shape that arrive together, as one statement. */
+function postgresQuery({ kysely }: Database): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
+  const statements: Record<Shape, PreparedQuery<{ batch: string }, PackedCandidates>> = {
+    open: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(false, param)),
+    bounded: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(true, param)),
+  }
+  const batches = new TrailingBatches<CandidateParams, CandidateRow[], Shape>(
+    async (queries, shape) => {
+      const rows = await statements[shape].execute({ batch: candidateBatch(queries) })
+      return rows.map((row) => ({ ok: true, value: unpackCandidates(row.packed) }))
+    },
+    { maxBatch: MAX_BATCH, maxRunning: MAX_RUNNING },
+  )
+  return (shape, params) => batches.submit(shape, params)
 }
