@@ -97,8 +97,9 @@ export function sqliteCandidatesSql(bounded: boolean, param: Value): RawBuilder<
     where ${filter} limit ${param('limit')}`
 }
 
-/** PostgreSQL types of the query fields, read from the batch's JSON. */
-const FIELD_TYPES: Record<Exclude<keyof CandidateParams, 'keys'>, string> = {
+/** PostgreSQL types of a batch's query fields: its JSON objects are read as rows of these columns. */
+const FIELD_TYPES: Record<keyof CandidateParams, string> = {
+  keys: 'jsonb',
   south: 'float8',
   north: 'float8',
   west1: 'float8',
@@ -111,18 +112,24 @@ const FIELD_TYPES: Record<Exclude<keyof CandidateParams, 'keys'>, string> = {
   limit: 'bigint',
 }
 
+const QUERY_COLUMNS = sql.raw(Object.entries(FIELD_TYPES).map(([name, type]) => `"${name}" ${type}`).join(', '))
+
 /**
  * PostgreSQL's candidate queries, several in one statement: `batch` is a JSON array of queries (candidateBatch),
  * answered one row each, in order. On the event loop, which PostgreSQL's discovery saturates, most of a query's
  * cost was its round trip, not its rows: a write to the socket, pg's bookkeeping, the answer's messages
  * (repository.ts batches what arrives together, TrailingBatches).
  *
+ * The batch is read as typed rows once (jsonb_to_recordset), so the filter compares each index entry with plain
+ * values: written as `(q.value ->> 'west1')::float8`, every entry looked its bounds up in the JSON and parsed
+ * them again, and a batch of 16 250 m queries took ~150 µs of PostgreSQL's time per query instead of ~80.
+ *
  * Each query's candidates come as one row of text (PackedCandidates). Its keys are joined to the listings by a
  * LATERAL subquery that cannot be pulled up (`offset 0`): PostgreSQL's planner, joining freely, scanned the whole
  * index by the other conditions instead (8.8 ms) or read the table (45 ms).
  */
 export function postgresCandidatesSql(bounded: boolean, param: (name: 'batch') => unknown): RawBuilder<PackedCandidates> {
-  const field: Value = (name) => sql.raw(`(q.value ->> '${name}')::${FIELD_TYPES[name as keyof typeof FIELD_TYPES]}`)
+  const field: Value = (name) => sql.raw(`q."${name}"`)
   const { byKey, filter } = conditions(bounded, field, {
     first: '(r.value ->> 0)::bigint',
     last: '(r.value ->> 1)::bigint',
@@ -131,12 +138,12 @@ export function postgresCandidatesSql(bounded: boolean, param: (name: 'batch') =
   return sql<PackedCandidates>`
     select (
       select string_agg(concat_ws(' ', c.id, c.version, c.latitude, c.longitude, c.expires_at_unix), ' ') from (
-        select c.* from jsonb_array_elements(q.value -> 'keys') as r(value)
+        select c.* from jsonb_array_elements(q.keys) as r(value)
           cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
         limit ${field('limit')}) as c
     ) as packed
-    from jsonb_array_elements(cast(${param('batch')} as jsonb)) with ordinality as q(value, n)
-    order by q.n`
+    from rows from (jsonb_to_recordset(cast(${param('batch')} as jsonb)) as (${QUERY_COLUMNS})) with ordinality as q
+    order by q.ordinality`
 }
 
 /** The queries of a PostgreSQL batch as its JSON parameter: each query's fields, its keys as JSON, not as text. */
