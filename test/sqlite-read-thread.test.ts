@@ -62,6 +62,19 @@ describe('SQLite reader thread', () => {
     assert.deepEqual(await reads.all('select count(*) as c from t', []), [{ c: 2 }])
   })
 
+  test('reads asked together are answered in one message, each with its own rows or error, each observed', async () => {
+    // The thread answers every read waiting in its port with one message; ids must still pair each answer.
+    const before = observed.length
+    const asked = Array.from({ length: 40 }, (_, k) =>
+      k === 17 ? reads.all('select * from no_such_table', []) : reads.all<{ k: number }>('select ? as k', [k]))
+    const settled = await Promise.allSettled(asked)
+    settled.forEach((result, k) => {
+      if (k === 17) assert.equal(result.status, 'rejected')
+      else assert.deepEqual(result, { status: 'fulfilled', value: [{ k }] })
+    })
+    assert.equal(observed.length, before + 40)
+  })
+
   test('after close, the next read starts a thread again and is answered', async () => {
     await reads.close()
     assert.deepEqual(await reads.all('select 1 as one', []), [{ one: 1 }])

@@ -5,7 +5,7 @@
 import type SQLite from 'better-sqlite3'
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import { openSqliteConnection } from './sqlite-connection.js'
-import type { ReadColumns, ReadReply, ReadRequest } from './sqlite-read-thread.js'
+import type { Read, ReadColumns, ReadReply, ReadRequest } from './sqlite-read-thread.js'
 
 /** Statement texts kept prepared: the few fixed queries sent here, with room to spare. */
 const STATEMENT_CACHE_SIZE = 64
@@ -41,21 +41,40 @@ function byColumn(names: string[], rows: unknown[][]): ReadColumns {
   return { names, values, count: rows.length }
 }
 
+/** One read's rows by column, or the error it failed with. */
+function answer({ id, sql, parameters }: Read): ReadReply {
+  const started = performance.now()
+  try {
+    const { statement, names } = prepared(sql)
+    const rows = statement.all(...parameters) as unknown[][]
+    return { id, seconds: (performance.now() - started) / 1000, columns: byColumn(names, rows) }
+  } catch (error) {
+    const { message: text, code } = error as { message: string; code?: unknown }
+    return { id, seconds: (performance.now() - started) / 1000, error: { message: String(text), code } }
+  }
+}
+
+const queue: Read[] = []
+let scheduled = false
+
+/** Every read waiting, answered in one message: a message each cost both threads a wake-up and a clone. */
+function flush() {
+  scheduled = false
+  const replies = queue.splice(0).map(answer)
+  if (replies.length > 0) port.postMessage(replies)
+}
+
 port.on('message', (message: ReadRequest) => {
   if (message.type === 'close') {
+    flush()
     db.close()
     port.close()
     return
   }
-  const started = performance.now()
-  let reply: ReadReply
-  try {
-    const { statement, names } = prepared(message.sql)
-    const rows = statement.all(...message.parameters) as unknown[][]
-    reply = { id: message.id, seconds: (performance.now() - started) / 1000, columns: byColumn(names, rows) }
-  } catch (error) {
-    const { message: text, code } = error as { message: string; code?: unknown }
-    reply = { id: message.id, seconds: (performance.now() - started) / 1000, error: { message: String(text), code } }
+  queue.push(message)
+  // Not at once: every message already in the port is delivered before setImmediate runs, and is answered with it.
+  if (!scheduled) {
+    scheduled = true
+    setImmediate(flush)
   }
-  port.postMessage(reply)
 })

@@ -1,6 +1,14 @@
 import { ModuleThread } from './module-worker.js'
 
-export type ReadRequest = { type: 'all'; id: number; sql: string; parameters: readonly unknown[] } | { type: 'close' }
+/** One read: a statement's text and its parameters, answered under `id`. */
+export interface Read {
+  type: 'all'
+  id: number
+  sql: string
+  parameters: readonly unknown[]
+}
+
+export type ReadRequest = Read | { type: 'close' }
 
 /**
  * A read's rows by column: each column's values in row order, a Float64Array when they are all numbers. Sending
@@ -45,19 +53,21 @@ export function rowsOf({ names, values, count }: ReadColumns): Array<Record<stri
  * thread starts with the first read and is started again if it dies.
  */
 export class SqliteReadThread {
-  readonly #thread: ModuleThread<{ resolve(rows: unknown[]): void; reject(error: unknown): void }, ReadReply>
+  readonly #thread: ModuleThread<{ resolve(rows: unknown[]): void; reject(error: unknown): void }, ReadReply[]>
 
   constructor(
     path: string,
     /** Told each read's duration on the thread (the query histogram of /metrics). */
     observe?: (seconds: number) => void,
   ) {
-    this.#thread = new ModuleThread(import.meta.url, 'sqlite-read-thread-worker', { path }, 'SQLite reader thread', (reply: ReadReply) => {
-      const pending = this.#thread.take(reply.id)
-      if (!pending) return
-      observe?.(reply.seconds)
-      if ('columns' in reply) pending.resolve(rowsOf(reply.columns))
-      else pending.reject(Object.assign(new Error(reply.error.message), { name: 'SqliteError', code: reply.error.code }))
+    this.#thread = new ModuleThread(import.meta.url, 'sqlite-read-thread-worker', { path }, 'SQLite reader thread', (replies: ReadReply[]) => {
+      for (const reply of replies) {
+        const pending = this.#thread.take(reply.id)
+        if (!pending) continue
+        observe?.(reply.seconds)
+        if ('columns' in reply) pending.resolve(rowsOf(reply.columns))
+        else pending.reject(Object.assign(new Error(reply.error.message), { name: 'SqliteError', code: reply.error.code }))
+      }
     })
   }
 
