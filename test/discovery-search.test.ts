@@ -109,7 +109,7 @@ for (const dialect of await testDialects()) {
       assert.equal(shown.rows[0]?.jit, 'off')
     })
 
-        test('candidate queries asked at once (one statement on PostgreSQL) are each answered as when asked alone', async () => {
+    test('candidate queries asked at once (one statement on PostgreSQL) are each answered as when asked alone', async () => {
       const repository = new DiscoveryRepository(database)
       const next = random(13)
       const queries = Array.from({ length: 60 }, (_, k) => ({

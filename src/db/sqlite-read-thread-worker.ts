@@ -4,6 +4,7 @@
  */
 import type SQLite from 'better-sqlite3'
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
+import { ArrivingTogether } from './arriving-together.js'
 import { openSqliteConnection } from './sqlite-connection.js'
 import type { Read, ReadColumns, ReadReply, ReadRequest } from './sqlite-read-thread.js'
 
@@ -54,31 +55,19 @@ function answer({ id, sql, parameters }: Read): ReadReply {
   }
 }
 
-const queue: Read[] = []
-let scheduled = false
-
 /**
  * Every read waiting, answered in one message: a message each cost both threads a wake-up and a clone (~165 µs of
  * CPU for a read alone, ~25 µs each with 16 waiting, on the 2-core machine of bench/README.md). A read's answer
  * so waits for the others of its batch; the reads sent here are discovery's candidate queries, all short.
  */
-function flush() {
-  scheduled = false
-  const replies = queue.splice(0).map(answer)
-  if (replies.length > 0) port.postMessage(replies)
-}
+const reads = new ArrivingTogether<Read>((waiting) => port.postMessage(waiting.map(answer)))
 
 port.on('message', (message: ReadRequest) => {
   if (message.type === 'close') {
-    flush()
+    reads.flush()
     db.close()
     port.close()
     return
   }
-  queue.push(message)
-  // Not at once: every message already in the port is delivered before setImmediate runs, and is answered with it.
-  if (!scheduled) {
-    scheduled = true
-    setImmediate(flush)
-  }
+  reads.push(message)
 })

@@ -4,6 +4,7 @@
  * together (group commit).
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
+import { ArrivingTogether } from '../db/arriving-together.js'
 import { openSqliteConnection } from '../db/sqlite-connection.js'
 import { sqliteBatchRunner } from './sqlite-batch.js'
 import type { ThreadReply, ThreadRequest } from './sqlite-thread.js'
@@ -15,13 +16,10 @@ if (!parentPort) throw new Error('sqlite-thread-worker runs as a worker thread')
 const port: MessagePort = parentPort
 const db = openSqliteConnection((workerData as { path: string }).path)
 const runBatch = sqliteBatchRunner(db)
-const queue: Array<Extract<ThreadRequest, { type: 'run' }>> = []
-let scheduled = false
-
-function flush() {
-  scheduled = false
-  while (queue.length > 0) {
-    const requests = queue.splice(0, MAX_BATCH)
+/** Writes that arrived together, committed in transactions of at most MAX_BATCH. */
+const writes = new ArrivingTogether<Extract<ThreadRequest, { type: 'run' }>>((waiting) => {
+  for (let at = 0; at < waiting.length; at += MAX_BATCH) {
+    const requests = waiting.slice(at, at + MAX_BATCH)
     const started = performance.now()
     const outcomes = runBatch(requests.map((request) => request.job))
     const reply: ThreadReply = {
@@ -30,19 +28,14 @@ function flush() {
     }
     port.postMessage(reply)
   }
-}
+})
 
 port.on('message', (message: ThreadRequest) => {
   if (message.type === 'close') {
-    flush()
+    writes.flush()
     db.close()
     port.close()
     return
   }
-  queue.push(message)
-  // Not at once: every message already in the port is delivered before setImmediate runs, and joins this batch.
-  if (!scheduled) {
-    scheduled = true
-    setImmediate(flush)
-  }
+  writes.push(message)
 })
