@@ -17,6 +17,7 @@ import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import type { ImageCheck } from './images/check.js'
 import { ImageProber } from './images/prober.js'
 import { ListingRepository } from './listings/repository.js'
+import { CursorCodec } from './discovery/cursor.js'
 import { DiscoveryRepository } from './discovery/repository.js'
 import { discoveryRoutes } from './discovery/routes.js'
 import { EventFeed } from './events/feed.js'
@@ -28,7 +29,7 @@ import { listingRoutes } from './listings/routes.js'
 import { Metrics } from './metrics.js'
 import { authenticate } from './providers/authenticate.js'
 import { ProviderRepository } from './providers/repository.js'
-import { limiterFromSettings } from './rate-limit/limiter.js'
+import { addressKey, limiterFromSettings } from './rate-limit/limiter.js'
 import { openWrites, type Writes } from './writes/writes.js'
 
 export interface AppDependencies {
@@ -67,6 +68,10 @@ export const BODY_LIMIT_BYTES = 1024 * 1024
 
 // Contract §4: a client's X-Request-Id is echoed when it is at most 128 visible ASCII characters.
 const CLIENT_REQUEST_ID = /^[\x21-\x7E]{1,128}$/
+
+/** The routes anyone may call without a token, besides the health probes. */
+const isPublicDocumentRoute = (url: string | undefined) =>
+  url !== undefined && (url === '/openapi.json' || url === '/metrics' || url === '/docs' || url.startsWith('/docs/'))
 
 /** Builds the whole service on a migrated database. Never listens: server.ts does, tests use inject(). */
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
@@ -117,8 +122,18 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // Before any route: compression applies to the routes registered after it, /docs' assets included.
   await registerCompression(app)
   // First of the routes, so that the document generator sees every route registered after it.
+  // Counted in this instance's memory, never through Redis: a coarse guard against one address hammering the
+  // routes without a token (the document, the docs page's assets, the exposition), which need no shared exact
+  // count. The health probes are left free for orchestrators.
+  const publicLimiter = limiterFromSettings({ limit: config.PUBLIC_RATE_LIMIT_PER_MINUTE, redisUrl: undefined, clock, keyOf: addressKey })
+  if (publicLimiter) {
+    app.addHook('onClose', publicLimiter.close)
+    app.addHook('onRequest', async (request, reply) => {
+      if (isPublicDocumentRoute(request.routeOptions.url)) await publicLimiter.onRequest.call(app, request, reply)
+    })
+  }
   await registerOpenApi(app)
-  registerMetrics(app, metrics)
+  registerMetrics(app, metrics, { route: config.METRICS_PORT === undefined })
   await app.register(healthRoutes, { database })
 
   let checkImages = deps.checkImages
@@ -186,7 +201,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       })
       // The one marketplace route (config.principal); every other route here is a provider's (authenticate.ts).
-      await api.register(discoveryRoutes, { discovery: new DiscoveryRepository(database), clock })
+      await api.register(discoveryRoutes, { discovery: new DiscoveryRepository(database), cursors: await CursorCodec.of(database), clock })
     },
     { prefix: '/api/v1' },
   )

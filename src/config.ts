@@ -47,6 +47,20 @@ export const ConfigSchema = Type.Object(
       default: 600,
       description: 'requests per minute per provider on `/api/v1/*`; `0` disables',
     }),
+    PUBLIC_RATE_LIMIT_PER_MINUTE: Type.Integer({
+      minimum: 0,
+      default: 120,
+      description:
+        'requests per minute per client address, counted by each instance, on the routes without a token ' +
+        '(`/openapi.json`, `/docs`, `/metrics`; not the health probes); `0` disables',
+    }),
+    METRICS_PORT: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 65535,
+        description: 'when set, `/metrics` is served on this port (same `HOST`) instead of `PORT`, so it need not face clients',
+      }),
+    ),
     REDIS_URL: Type.Optional(
       Type.String({
         pattern: '^rediss?://.+',

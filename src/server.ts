@@ -10,6 +10,7 @@ import { migrate } from './db/migrate.js'
 import { Drain } from './http/drain.js'
 import { RequestPressure } from './http/request-pressure.js'
 import { logDestination } from './log-output.js'
+import { metricsListener } from './http/metrics-route.js'
 import { Metrics } from './metrics.js'
 import { ProviderRepository, type IssuedToken } from './providers/repository.js'
 import { openWrites } from './writes/writes.js'
@@ -94,6 +95,7 @@ export async function serve(): Promise<void> {
   const writes = openWrites(database)
   let app: FastifyInstance | undefined
   let jobs: BackgroundJobs | undefined
+  let metricsPort: Awaited<ReturnType<typeof metricsListener>> | undefined
 
   // Installed before any slow start-up work, so a signal during migration also ends in an orderly exit 0.
   const drain = new Drain()
@@ -119,7 +121,7 @@ export async function serve(): Promise<void> {
     try {
       // Stops listening, waits for every connection to end, then runs the app's onClose hooks; meanwhile the
       // background jobs finish the turn they are in. Their writes are done before the writer closes.
-      await Promise.all([app?.close(), jobs?.stop()])
+      await Promise.all([app?.close(), jobs?.stop(), metricsPort?.close()])
       await writes.close()
       await database.close()
     } catch (error) {
@@ -142,11 +144,15 @@ export async function serve(): Promise<void> {
   app = await buildApp({ config, database, logger, metrics, drain, writes })
   if (stopping) return
   const address = await app.listen({ port: config.PORT, host: config.HOST })
+  if (config.METRICS_PORT !== undefined) metricsPort = await metricsListener(metrics, config.METRICS_PORT, config.HOST)
   const pressure = new RequestPressure()
   pressure.watch(app.server)
   jobs = startBackgroundJobs({ writes, clock: systemClock, logger, metrics, busy: () => pressure.busy(), config })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it (migrations, the demo banner) is done. It says where to go next.
-  logger.info({ address, docs: `${address}/docs`, data: whereDataLives(config.DATABASE_URL) }, 'ready')
+  logger.info(
+    { address, docs: `${address}/docs`, metrics: `${metricsPort?.address ?? address}/metrics`, data: whereDataLives(config.DATABASE_URL) },
+    'ready',
+  )
 }

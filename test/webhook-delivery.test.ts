@@ -306,7 +306,7 @@ await describeEachDialect('webhook delivery', (service) => {
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
     assert.equal(entries[1]?.outcome, 'failed', JSON.stringify(entries))
-    assert.equal(entries[1]?.error, 'localhost is not a public address')
+    assert.equal(entries[1]?.error, 'localhost does not resolve to a public address')
     assert.equal(hooks.deliveries.length, 0)
   })
 

@@ -23,6 +23,7 @@ const ENV = { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_TIMEOUT_MS: '1000'
 async function call(server: ServerProcess, method: string, path: string, token: string, json?: unknown) {
   const response = await fetch(`${server.baseUrl}${path}`, {
     method,
+    signal: AbortSignal.timeout(30_000),
     headers: { authorization: `Bearer ${token}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
     body: json === undefined ? undefined : JSON.stringify(json),
   })
@@ -40,11 +41,18 @@ async function feedIds(server: ServerProcess, token: string): Promise<string[]> 
   }
 }
 
-/** Creates and changes listings from `writers` loops until `stop()`; errors from a killed server are expected. */
+/** Longest the writer loops run: a test that fails before calling stop() must not leave them spinning. */
+const WRITING_AT_MOST_MS = 60_000
+
+/**
+ * Creates and changes listings from `writers` loops until `stop()`, or WRITING_AT_MOST_MS; errors from a killed
+ * server are expected.
+ */
 function keepWriting(server: () => ServerProcess, token: string, writers: number) {
   let stopped = false
+  const deadline = Date.now() + WRITING_AT_MOST_MS
   const loops = Array.from({ length: writers }, async () => {
-    while (!stopped) {
+    while (!stopped && Date.now() < deadline) {
       try {
         const created = await call(server(), 'POST', '/api/v1/listing/create', token, listingBody())
         if (created.status === 201) {
@@ -78,14 +86,17 @@ for (const dialect of dialects) {
       const outputs: string[] = []
 
       const stopWriting = keepWriting(() => server, token, 4)
-      for (let cycle = 0; cycle < 2; cycle++) {
-        await new Promise((resolve) => setTimeout(resolve, 800 + Math.random() * 700))
-        outputs.push(server.stdout() + server.stderr())
-        await server.stop('SIGKILL')
-        server = await startServer(env)
+      try {
+        for (let cycle = 0; cycle < 2; cycle++) {
+          await new Promise((resolve) => setTimeout(resolve, 800 + Math.random() * 700))
+          outputs.push(server.stdout() + server.stderr())
+          await server.stop('SIGKILL')
+          server = await startServer(env)
+        }
+        await new Promise((resolve) => setTimeout(resolve, 500))
+      } finally {
+        await stopWriting()
       }
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      await stopWriting()
 
       const committed = await feedIds(server, token)
       assert.ok(committed.length > 20, `only ${committed.length} events were written`)

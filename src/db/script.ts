@@ -60,6 +60,8 @@ export interface ScriptSql {
    * the whole table instead of looking each one up (6 ms per statement with 30,000 deliveries owed).
    */
   inJsonList(expression: string): string
+  /** The larger of two values: SQLite's scalar max() is PostgreSQL's greatest(). */
+  readonly greatest: string
 }
 
 const sqliteSql: ScriptSql = {
@@ -71,6 +73,7 @@ const sqliteSql: ScriptSql = {
       .map((name) => `json_extract(value, '$.${name}') as ${name}`)
       .join(', ')} from json_each(?)) as ${alias}`,
   inJsonList: (expression) => `${expression} in (select value from json_each(?))`,
+  greatest: 'max',
 }
 
 const postgresSql: ScriptSql = {
@@ -83,6 +86,7 @@ const postgresSql: ScriptSql = {
       .join(', ')})`,
   // An array made by a subquery is a value to PostgreSQL's planner: `= any` of it is an index condition.
   inJsonList: (expression) => `${expression} = any(array(select jsonb_array_elements_text(cast(? as jsonb))))`,
+  greatest: 'greatest',
 }
 
 export const scriptSql: Record<ScriptDialect, ScriptSql> = { sqlite: sqliteSql, postgres: postgresSql }

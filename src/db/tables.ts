@@ -148,6 +148,13 @@ export interface MarketplaceTokensTable {
   revoked_at_ms: number | null
 }
 
+/** Keys the service signs with, by name (migration 2026-11-25-service-keys). */
+export interface ServiceKeysTable {
+  name: string
+  /** base64url. */
+  secret: string
+}
+
 export interface Tables {
   providers: ProvidersTable
   tokens: TokensTable
@@ -159,4 +166,5 @@ export interface Tables {
   webhook_attempts: WebhookAttemptsTable
   marketplaces: MarketplacesTable
   marketplace_tokens: MarketplaceTokensTable
+  service_keys: ServiceKeysTable
 }

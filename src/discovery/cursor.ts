@@ -1,4 +1,5 @@
-import { hash } from 'node:crypto'
+import { createHmac, hash, timingSafeEqual } from 'node:crypto'
+import type { Database } from '../db/connection.js'
 import type { DiscoverParams } from './schemas.js'
 
 /**
@@ -6,7 +7,12 @@ import type { DiscoverParams } from './schemas.js'
  * its expiresAtUnix) and its id, so the next page starts strictly after it (keyset: no listing twice, none
  * skipped while nothing changes, at the same cost for page 1 and page 100). It also carries a fingerprint of
  * the query it continues, so a cursor sent with another point, radius, sort or minimum discount is refused
- * instead of silently answering a different question. Opaque to clients: base64url of JSON.
+ * instead of silently answering a different question.
+ *
+ * Signed: a cursor is only ever one this service issued. Its content reaches the candidate queries as bound
+ * values, and a value no page could end on (a fractional expiry, a key past any range) must never get there, so
+ * the cursor is authenticated, not merely parsed. The key is the database's (the `service_keys` row made by the
+ * migration), so every instance issues and accepts the same cursors. Text: base64url(JSON) "." base64url(MAC).
  */
 export interface CursorKey {
   key: number
@@ -14,6 +20,12 @@ export interface CursorKey {
 }
 
 const LISTING_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/
+/** Long enough to be unguessable, short enough to keep cursors short. */
+const MAC_BYTES = 16
+/** Everything a cursor's text may be: the payload's characters, one dot, the MAC's. Linear, anchored, bounded. */
+const CURSOR_TEXT = /^[A-Za-z0-9_-]{1,240}\.[A-Za-z0-9_-]{22}$/
+
+const NOT_ONE = 'is not a nextCursor of this API'
 
 /** What a cursor is bound to: every parameter that changes which listings match or their order, not `limit`. */
 function fingerprint(params: DiscoverParams): string {
@@ -21,41 +33,58 @@ function fingerprint(params: DiscoverParams): string {
   return hash('sha256', text, 'base64url').slice(0, 16)
 }
 
-export function encodeCursor(params: DiscoverParams, last: CursorKey): string {
-  return Buffer.from(JSON.stringify({ q: fingerprint(params), k: last.key, id: last.id })).toString('base64url')
-}
-
-const NOT_ONE = 'is not a nextCursor of this API'
-
-/** A cursor's content, when its text is one this API makes (whatever query it belongs to). */
-function parse(cursor: string): { q: string; key: number; id: string } | undefined {
-  if (!/^[A-Za-z0-9_-]{1,300}$/.test(cursor)) return undefined
-  let value: unknown
-  try {
-    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
-  } catch {
-    return undefined
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
-  const { q, k, id, ...rest } = value as Record<string, unknown>
-  if (Object.keys(rest).length > 0 || typeof q !== 'string' || typeof id !== 'string' || !LISTING_ID.test(id)) return undefined
-  if (typeof k !== 'number' || !Number.isFinite(k) || k < 0) return undefined
-  return { q, key: k, id }
-}
-
 /**
- * The `discovery-cursor` format (http/validation.ts): checked with the other parameters, so a garbage cursor is
- * named together with every other bad parameter of the request.
+ * The `discovery-cursor` format (http/validation.ts): the text's shape only, checked with the other parameters,
+ * so a garbage cursor is named together with every other bad parameter of the request.
  */
 export const cursorFormat = {
-  validate: (cursor: string) => parse(cursor) !== undefined,
+  validate: (cursor: string) => CURSOR_TEXT.test(cursor),
   message: () => NOT_ONE,
 }
 
-/** The position a cursor names, or a sentence saying why it does not continue this query (for the 400). */
-export function decodeCursor(params: DiscoverParams, cursor: string): CursorKey | string {
-  const parsed = parse(cursor)
-  if (!parsed) return NOT_ONE
-  if (parsed.q !== fingerprint(params)) return 'was given for other latitude, longitude, radiusKm, sort or minDiscountRate'
-  return { key: parsed.key, id: parsed.id }
+export class CursorCodec {
+  readonly #key: Buffer
+
+  constructor(key: Buffer) {
+    this.#key = key
+  }
+
+  /** The codec with the key every instance of this database shares. */
+  static async of(database: Database): Promise<CursorCodec> {
+    const row = await database.kysely.selectFrom('service_keys').select('secret').where('name', '=', 'discovery-cursor').executeTakeFirst()
+    if (!row) throw new Error('the discovery-cursor key is missing: the database is not migrated')
+    return new CursorCodec(Buffer.from(row.secret, 'base64url'))
+  }
+
+  #mac(payload: string): Buffer {
+    return createHmac('sha256', this.#key).update(payload).digest().subarray(0, MAC_BYTES)
+  }
+
+  encode(params: DiscoverParams, last: CursorKey): string {
+    const payload = Buffer.from(JSON.stringify({ q: fingerprint(params), k: last.key, id: last.id })).toString('base64url')
+    return `${payload}.${this.#mac(payload).toString('base64url')}`
+  }
+
+  /** The position a cursor names, or a sentence saying why it does not continue this query (for the 400). */
+  decode(params: DiscoverParams, cursor: string): CursorKey | string {
+    if (!CURSOR_TEXT.test(cursor)) return NOT_ONE
+    const [payload, mac] = cursor.split('.') as [string, string]
+    // Compared as text: base64url's last character has bits no decoder reads, so bytes would accept variants.
+    const expected = Buffer.from(this.#mac(payload).toString('base64url'))
+    const sent = Buffer.from(mac)
+    if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) return NOT_ONE
+    // Issued by this service: the payload is what encode wrote. Its shape is still checked, as any input is.
+    let value: unknown
+    try {
+      value = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
+    } catch {
+      return NOT_ONE
+    }
+    const { q, k, id } = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
+    if (typeof q !== 'string' || typeof id !== 'string' || !LISTING_ID.test(id) || typeof k !== 'number' || !Number.isFinite(k) || k < 0) {
+      return NOT_ONE
+    }
+    if (q !== fingerprint(params)) return 'was given for other latitude, longitude, radiusKm, sort or minDiscountRate'
+    return { key: k, id }
+  }
 }

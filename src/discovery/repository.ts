@@ -2,7 +2,6 @@ import { sql } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
-import { TrailingBatches } from '../trailing-batches.js'
 import {
   candidateBatch,
   candidateParams,
@@ -27,10 +26,6 @@ type StatesRow = StateRow & { industry: string; sold_out: number }
 
 /** A candidate query's shape: without an upper end of expiry (nearest-first), or with one (a window). */
 type Shape = 'open' | 'bounded'
-
-/** PostgreSQL: at most this many candidate queries in one statement, and this many statements at once per shape. */
-const MAX_BATCH = 32
-const MAX_RUNNING = 2
 
 const STATE_SELECT = sql.raw(STATE_COLUMN_NAMES.map((name) => `l.${name}`).join(', '))
 
@@ -57,10 +52,9 @@ export class DiscoveryRepository {
 
   /**
    * On a SQLite file, the candidate query runs on the reader thread: it is most of a discovery request's cost,
-   * and on the event loop it saturated it (db/sqlite-read-thread.ts). On PostgreSQL, the queries that arrive
-   * while a statement runs go together as the next one (TrailingBatches: never answered by a statement that began
-   * before them). The listings read whole stay on the main connection: with the page's text cache
-   * (listing-json.ts) they are few.
+   * and on the event loop it saturated it (db/sqlite-read-thread.ts). On PostgreSQL, each request's query is a
+   * statement of its own: requests never share one, so no request's failure can fail another's. The listings read
+   * whole stay on the main connection: with the page's text cache (listing-json.ts) they are few.
    */
   readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> =>
     this.#query(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
@@ -87,18 +81,14 @@ function sqliteQuery({ kysely, sqlite }: Database): (shape: Shape, params: Candi
   }
 }
 
-/** PostgreSQL: the queries of one shape that arrive together, as one statement. */
+/** PostgreSQL: one statement per query, its rows packed in one (spatial-index.ts). */
 function postgresQuery({ kysely }: Database): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
   const statements: Record<Shape, PreparedQuery<{ batch: string }, PackedCandidates>> = {
     open: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(false, param)),
     bounded: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(true, param)),
   }
-  const batches = new TrailingBatches<CandidateParams, CandidateRow[], Shape>(
-    async (queries, shape) => {
-      const rows = await statements[shape].execute({ batch: candidateBatch(queries) })
-      return rows.map((row) => ({ ok: true, value: unpackCandidates(row.packed) }))
-    },
-    { maxBatch: MAX_BATCH, maxRunning: MAX_RUNNING },
-  )
-  return (shape, params) => batches.submit(shape, params)
+  return async (shape, params) => {
+    const [row] = await statements[shape].execute({ batch: candidateBatch([params]) })
+    return unpackCandidates(row?.packed ?? null)
+  }
 }

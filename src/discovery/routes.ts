@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { Clock } from '../clock.js'
 import { invalidRequest } from '../errors.js'
 import { jsonResponse } from '../http/openapi.js'
-import { decodeCursor, encodeCursor, type CursorKey } from './cursor.js'
+import type { CursorCodec, CursorKey } from './cursor.js'
 import { DiscoveredJsonCache, discoveredListingJson } from './listing-json.js'
 import type { DiscoveryRepository } from './repository.js'
 import { DiscoverPage, DiscoverQuery, exampleDiscoverPage, type DiscoverParams } from './schemas.js'
@@ -10,6 +10,7 @@ import { search } from './search.js'
 
 export interface DiscoveryRoutesOptions {
   discovery: DiscoveryRepository
+  cursors: CursorCodec
   clock: Clock
 }
 
@@ -17,7 +18,7 @@ const PAGE_START = Buffer.from('{"data":[')
 const ENTRY_END = Buffer.from('}')
 
 /** Contract §12: every provider's active listings around a point, for marketplaces. */
-export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async (app, { discovery, clock }) => {
+export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async (app, { discovery, cursors, clock }) => {
   const listingTexts = new DiscoveredJsonCache()
   app.get(
     '/discover',
@@ -46,7 +47,7 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
       const params = request.query as DiscoverParams
       let after: CursorKey | undefined
       if (params.cursor !== undefined) {
-        const decoded = decodeCursor(params, params.cursor)
+        const decoded = cursors.decode(params, params.cursor)
         if (typeof decoded === 'string') throw invalidRequest([{ parameter: 'cursor', detail: decoded }])
         after = decoded
       }
@@ -83,7 +84,7 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
       const last = page.at(-1)
       const nextCursor =
         hits.length > params.limit && last
-          ? encodeCursor(params, { key: params.sort === 'distance' ? last.distance : last.expiresAtUnix, id: last.id })
+          ? cursors.encode(params, { key: params.sort === 'distance' ? last.distance : last.expiresAtUnix, id: last.id })
           : null
       // The listings' bytes with the page's own around them, in the DiscoverPage schema's order; Fastify sends
       // a Buffer as it is.

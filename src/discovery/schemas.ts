@@ -10,6 +10,9 @@ export const DiscoverySorts = ['distance', 'ending_soon'] as const
 /** When radiusKm is not given: a walk or a short ride, the common "near me" question. */
 export const DEFAULT_RADIUS_KM = 5
 
+/** A cursor's shape (discovery/cursor.ts): its payload, a dot, its signature. */
+const exampleCursor = `${Buffer.from(JSON.stringify({ q: 'Yd3hK0v9RkqF2mXw', k: 312.48, id: exampleListingView.id })).toString('base64url')}.rG4cQ0s1Zk3Vb8Xy2Pq9Tw`
+
 export const DiscoverQuery = Type.Object(
   {
     latitude: Type.Number({ minimum: -90, maximum: 90, description: 'Where to search from: degrees, −90 to 90.', examples: [24.7136] }),
@@ -46,7 +49,7 @@ export const DiscoverQuery = Type.Object(
           'The previous page’s `nextCursor`, with the same other parameters (`limit` may change): the next page. A ' +
           'cursor that is not one, or was given for other parameters, is `400`. Format `discovery-cursor`: a ' +
           '`nextCursor` of this API.',
-        examples: [Buffer.from(JSON.stringify({ q: 'Yd3hK0v9RkqF2mXw', k: 312.48, id: exampleListingView.id })).toString('base64url')],
+        examples: [exampleCursor],
       }),
     ),
   },

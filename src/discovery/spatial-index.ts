@@ -14,7 +14,7 @@ import { chordHalfSide, latLonBounds, unitVector } from './sphere.js'
  *
  * Either way each index entry is checked against the circle's latitude/longitude box (sphere.ts) on the index
  * itself, so what reaches the search (search.ts: exact distance, order) is ~1.3× what lies in the circle. The
- * conditions are written once (conditions()); PostgreSQL's statement differs in form: queries in batches, a
+ * conditions are written once (conditions()); PostgreSQL's statement differs in form: its fields read as a typed row, a
  * LATERAL join, rows packed in one (postgresCandidatesSql).
  */
 
@@ -115,10 +115,9 @@ const FIELD_TYPES: Record<keyof CandidateParams, string> = {
 const QUERY_COLUMNS = sql.raw(Object.entries(FIELD_TYPES).map(([name, type]) => `"${name}" ${type}`).join(', '))
 
 /**
- * PostgreSQL's candidate queries, several in one statement: `batch` is a JSON array of queries (candidateBatch),
- * answered one row each, in order. On the event loop, which PostgreSQL's discovery saturates, most of a query's
- * cost was its round trip, not its rows: a write to the socket, pg's bookkeeping, the answer's messages
- * (repository.ts batches what arrives together, TrailingBatches).
+ * PostgreSQL's candidate query: `batch` is a JSON array of queries (candidateBatch), answered one row each, in
+ * order. The service sends one query per statement (repository.ts): a statement shared by several requests would
+ * fail them all when one of them fails.
  *
  * The batch is read as typed rows once (jsonb_to_recordset), so the filter compares each index entry with plain
  * values: written as `(q.value ->> 'west1')::float8`, every entry looked its bounds up in the JSON and parsed

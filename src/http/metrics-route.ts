@@ -1,3 +1,5 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { UNMATCHED_ROUTE, type Metrics } from '../metrics.js'
 
@@ -8,16 +10,18 @@ listing_http_requests_total{method="GET",route="unmatched",status="404"} 3
 `
 
 /**
- * Counts and times every answered request, and serves GET /metrics. The onResponse hook sits on the root
- * context, so every route sees it, the 404 handlers included, whichever plugin registered them.
+ * Counts and times every answered request, and serves GET /metrics unless it has a port of its own
+ * (METRICS_PORT: metricsListener). The onResponse hook sits on the root context, so every route sees it, the 404
+ * handlers included, whichever plugin registered them.
  */
-export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
+export function registerMetrics(app: FastifyInstance, metrics: Metrics, options: { route: boolean }): void {
   app.addHook('onResponse', (request, reply, done) => {
     // The route template, never the URL: clients cannot add label values by inventing paths.
     const route = request.routeOptions.url ?? UNMATCHED_ROUTE
     metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
+  if (!options.route) return
 
   app.get(
     '/metrics',
@@ -47,4 +51,39 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics): void {
       return reply.type(contentType).send(text)
     },
   )
+}
+
+/**
+ * METRICS_PORT: /metrics on a port of its own, so an operator can keep it off the port clients reach. Plain
+ * node:http: it answers GET /metrics and nothing else.
+ */
+export async function metricsListener(metrics: Metrics, port: number, host: string): Promise<{ address: string; close(): Promise<void> }> {
+  const server = createServer((request, response) => {
+    const path = (request.url ?? '').split('?')[0]
+    if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
+      response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: only GET /metrics is served here\n')
+      return
+    }
+    metrics.exposition().then(
+      ({ contentType, text }) => response.writeHead(200, { 'content-type': contentType }).end(request.method === 'HEAD' ? undefined : text),
+      () => response.writeHead(500).end(),
+    )
+  })
+  // Like the main server: idle keep-alive and slow headers do not hold sockets.
+  server.headersTimeout = 10_000
+  server.requestTimeout = 10_000
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => resolve())
+  })
+  const bound = server.address() as AddressInfo
+  const shown = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address
+  return {
+    address: `http://${shown}:${bound.port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
 }

@@ -83,15 +83,20 @@ function errorCode(error: unknown): string | undefined {
   return undefined
 }
 
+/** For the log only: which of "resolves to a forbidden address" and "does not resolve" it was, or undefined. */
+export function refusedHostDetail(error: unknown): string | undefined {
+  return (findCause(error, ForbiddenAddressError) ?? findCause(error, UnresolvableHostError))?.message
+}
+
 /**
  * Why a request through the guarded connector got no answer, in words fit for the caller who chose the URL
  * (image probes, webhook attempts); undefined when the error is none of the known kinds.
  */
 export function describeConnectionError(error: unknown): string | undefined {
-  const forbidden = findCause(error, ForbiddenAddressError)
-  if (forbidden) return `${forbidden.host} is not a public address`
-  const unresolvable = findCause(error, UnresolvableHostError)
-  if (unresolvable) return `the host ${unresolvable.host} could not be resolved`
+  // One sentence for both: telling "resolves to a private address" apart from "does not resolve" would let a
+  // caller map which internal names exist. refusedHostDetail says which, for the service's own log.
+  const refused = findCause(error, ForbiddenAddressError) ?? findCause(error, UnresolvableHostError)
+  if (refused) return `${refused.host} does not resolve to a public address`
   switch (errorCode(error)) {
     case 'ECONNREFUSED':
       return 'the server refused the connection'

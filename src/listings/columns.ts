@@ -3,12 +3,12 @@ import { unitVector } from '../discovery/sphere.js'
 import { itemsJson } from './page-json.js'
 import { requestHash } from './request-hash.js'
 import type { CreateListingInput } from './schemas.js'
-import type { PreparedListing } from './writer.js'
+import type { JsonColumnType } from '../db/script.js'
+import type { PreparedListing } from './listing-write.js'
 
 /*
- * How a create request becomes rows: one source for the service's two write paths (the PostgreSQL statement in
- * postgres-writer.ts, the SQLite writer in sqlite-insert.ts) and for bench/seed.ts, so seeded rows are the rows
- * the service writes.
+ * How a create request becomes rows: one source for the create script (create-script.ts) and for bench/seed.ts,
+ * so seeded rows are the rows the service writes.
  */
 
 /**
@@ -111,7 +111,7 @@ export const ITEM_COLUMN_TYPES = {
   sub_category: 'text',
   price_thousandths: 'bigint',
   quantity: 'integer',
-} satisfies Record<keyof ItemColumns, string>
+} as const satisfies Record<keyof ItemColumns, JsonColumnType>
 
 /** Prices are kept as integer thousandths: the API accepts at most three decimals, so this is exact. */
 export const toThousandths = (price: number) => Math.round(price * 1000)

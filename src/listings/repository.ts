@@ -7,8 +7,7 @@ import type { ChangeOutcome, IfMatch } from './change-scripts.js'
 import { fromThousandths } from './columns.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
 import { itemsJson, type PageListing } from './page-json.js'
-import { postgresListingWriter } from './postgres-writer.js'
-import type { ListingWrite, ListingWriter, StoredListing } from './writer.js'
+import type { ListingWrite, StoredListing } from './listing-write.js'
 import type { Categories, ListListingsParams, PatchListingInput } from './schemas.js'
 
 interface PageParams {
@@ -58,8 +57,6 @@ export class ListingRepository {
   readonly #samePageReads?: TrailingBatches<PageParams, ListingsPageData>
   /** SQLite: pages are kept until anything is committed (SqliteReadCache); the query is most of a page's time. */
   readonly #unchangedPages?: SqliteReadCache<ListingsPageData>
-  /** Creates: the SQLite writer thread's create script (sqlite-create.ts), or postgres-writer.ts. */
-  readonly #writer: ListingWriter
   readonly #byId: PreparedQuery<{ providerId: string; listingId: string }, StateRow>
   readonly #byReference: PreparedQuery<{ providerId: string; referenceId: string }, StateRow>
 
@@ -70,10 +67,8 @@ export class ListingRepository {
   ) {
     const { sqlite } = database
     if (sqlite) {
-      this.#writer = { write: (write) => writes.run('createListing', write) }
       this.#unchangedPages = new SqliteReadCache(sqlite.connection)
     } else {
-      this.#writer = postgresListingWriter(database)
       this.#samePageReads = new TrailingBatches(async (requests) => {
         // Identical requests (one key): one read answers them all.
         const page = await this.#readPage(requests[0] as PageParams)
@@ -132,9 +127,9 @@ export class ListingRepository {
     return row && { listingId: row.id, expiresAtUnix: row.expires_at_unix, requestHash: row.request_hash }
   }
 
-  /** Stores a listing and its items, all or nothing (see ListingWriter). */
+  /** Stores a listing, its items and its event, all or nothing (create-script.ts). */
   insert(listing: ListingWrite): Promise<StoredListing> {
-    return this.#writer.write(listing)
+    return this.writes.run('createListing', listing)
   }
 
   async findById(providerId: string, listingId: string): Promise<ListingState | undefined> {

@@ -26,8 +26,10 @@ const STORE_WARNING_INTERVAL_MS = 10_000
 const STORE_BACKOFF_MS = 1000
 
 export interface RateLimiterOptions {
-  /** Requests per window per provider, at least 1 (RATE_LIMIT_PER_MINUTE; 0 means no limiter is built). */
+  /** Requests per window per key, at least 1 (RATE_LIMIT_PER_MINUTE; 0 means no limiter is built). */
   limit: number
+  /** Whom a request is counted for: by default the authenticated client (provider or marketplace). */
+  keyOf?: (request: FastifyRequest) => string
   store: RateLimitStore
   clock: Clock
   /**
@@ -55,6 +57,8 @@ export interface RateLimiter {
  */
 export function rateLimiter(options: RateLimiterOptions): RateLimiter {
   const { limit, store, clock } = options
+  // Provider and marketplace ids differ by prefix (prv_, mkt_), client addresses have their own (addressKey).
+  const keyOf = options.keyOf ?? principalIdOf
   const policy = `"${POLICY}";q=${limit};w=${WINDOW_MS / 1000}`
   let nextWarningAtMs = 0
   let unreported = 0
@@ -80,8 +84,7 @@ export function rateLimiter(options: RateLimiterOptions): RateLimiter {
     // The first request after the back-off asks the store again; until it is answered, the others go without.
     const isRetry = lastFailure !== undefined
     if (isRetry) retrying = true
-    // Provider and marketplace ids differ by prefix (prv_, mkt_): one key space serves both kinds.
-    const key = principalIdOf(request)
+    const key = keyOf(request)
     const now = clock()
     let window
     try {
@@ -117,8 +120,15 @@ export interface RateLimitSettings {
   clock: Clock
   /** Redis key prefix (tests isolate themselves with their own). */
   keyPrefix?: string
+  keyOf?: (request: FastifyRequest) => string
   onStoreError?: (error: Error) => void
 }
+
+/**
+ * The key of a request without a token: the address it came from. The socket's, never X-Forwarded-For, which any
+ * client can write (the service trusts no proxy header).
+ */
+export const addressKey = (request: FastifyRequest) => `ip:${request.ip}`
 
 /** The limiter the configuration asks for; none when the limit is 0, so no store is even built. */
 export function limiterFromSettings(settings: RateLimitSettings): RateLimiter | undefined {
@@ -126,5 +136,5 @@ export function limiterFromSettings(settings: RateLimitSettings): RateLimiter | 
   const store = settings.redisUrl
     ? new RedisStore({ url: settings.redisUrl, windowMs: WINDOW_MS, keyPrefix: settings.keyPrefix })
     : new MemoryStore(WINDOW_MS)
-  return rateLimiter({ limit: settings.limit, store, clock: settings.clock, onStoreError: settings.onStoreError })
+  return rateLimiter({ limit: settings.limit, store, clock: settings.clock, keyOf: settings.keyOf, onStoreError: settings.onStoreError })
 }

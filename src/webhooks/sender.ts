@@ -1,6 +1,6 @@
 import { Agent, request, type Dispatcher } from 'undici'
 import type { AddressPolicy } from '../images/address-policy.js'
-import { describeConnectionError, guardedConnector, systemResolver, type Resolver } from '../images/guarded-connector.js'
+import { describeConnectionError, guardedConnector, refusedHostDetail, systemResolver, type Resolver } from '../images/guarded-connector.js'
 
 /** What one POST to a receiver came to. */
 export interface SendResult {
@@ -10,6 +10,8 @@ export interface SendResult {
   responseStatus: number | null
   /** Why it did not succeed, in words for the provider's delivery log; null on success. */
   error: string | null
+  /** For the service's own log: what the provider is not told (which way a host was refused). */
+  logDetail?: string
   durationMs: number
   /** Cut off by the worker's drain: its outcome is unknown and it is not recorded (the lease runs out, it is made again). */
   cancelled: boolean
@@ -49,7 +51,7 @@ export class WebhookSender {
       const durationMs = elapsed()
       if (cancel.aborted) return { succeeded: false, responseStatus: null, error: null, durationMs, cancelled: true }
       const why = timeout.aborted ? `no answer within ${this.#timeoutMs} ms` : (describeConnectionError(error) ?? 'the request failed')
-      return { succeeded: false, responseStatus: null, error: why, durationMs, cancelled: false }
+      return { succeeded: false, responseStatus: null, error: why, logDetail: refusedHostDetail(error), durationMs, cancelled: false }
     }
     const durationMs = elapsed()
     // The listener keeps an abort's error from crashing the process; the body is dropped after a few bytes.

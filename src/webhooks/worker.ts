@@ -200,7 +200,7 @@ export class DeliveryWorker {
     const delay = retryDelaysMs[attempt - 1]
     const retryAtMs = result.succeeded || delay === undefined ? null : clock() + Math.round(delay * (1 + 0.1 * random()))
     // No URL and no secret: the log says which delivery, and how it went.
-    logger.debug({ endpointId: delivery.endpoint_id, eventId: delivery.id, attempt, status: result.responseStatus, error: result.error }, 'webhook attempt')
+    logger.debug({ endpointId: delivery.endpoint_id, eventId: delivery.id, attempt, status: result.responseStatus, error: result.error, detail: result.logDetail }, 'webhook attempt')
     await this.#recorder.submit('outcomes', {
       deliveryId: delivery.delivery_id,
       endpointId: delivery.endpoint_id,

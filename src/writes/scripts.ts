@@ -1,7 +1,7 @@
 import type { Script, ScriptSql } from '../db/script.js'
 import { expireDue, patchListing, withdrawListing } from '../listings/change-scripts.js'
 import { pruneEvents } from '../events/retention.js'
-import { createListingOnSqlite } from '../listings/sqlite-create.js'
+import { createListing } from '../listings/create-script.js'
 import { claimDeliveries, recordAttempts } from '../webhooks/delivery-scripts.js'
 import { createEndpoint, deleteEndpoint, enableEndpoint, rotateSecret } from '../webhooks/endpoint-scripts.js'
 
@@ -10,8 +10,7 @@ import { createEndpoint, deleteEndpoint, enableEndpoint, rotateSecret } from '..
  * arguments, not a function, and looks the script up here. Loaded by that thread: no Kysely, no pg.
  */
 export const writeScripts = {
-  /** SQLite only: PostgreSQL stores creates in batches (listings/postgres-writer.ts). */
-  createListing: createListingOnSqlite,
+  createListing,
   patchListing,
   withdrawListing,
   expireDue,

@@ -3,7 +3,7 @@ import { recordEvents } from '../events/record.js'
 import { listingId } from '../ids.js'
 import { ITEM_COLUMN_TYPES, LISTING_COLUMN_NAMES, type ListingRecord } from './columns.js'
 import { newListingState } from './listing-state.js'
-import type { ListingWrite, StoredListing } from './writer.js'
+import type { ListingWrite, StoredListing } from './listing-write.js'
 
 interface Counter {
   listing_count: number
@@ -14,30 +14,34 @@ interface Counter {
 const itemNames = Object.keys(ITEM_COLUMN_TYPES) as Array<keyof typeof ITEM_COLUMN_TYPES>
 const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ')
 
-// SQLite's scalar max(): this script runs on SQLite only (PostgreSQL stores creates with postgres-writer.ts).
-const BUMP_COUNTER = `
+const bumpCounter = (d: ScriptSql) => `
   update providers set
     listing_count = listing_count + 1,
     last_created_tick = case when last_created_ms >= ? then last_created_tick + 1 else 0 end,
-    last_created_ms = max(last_created_ms, ?)
+    last_created_ms = ${d.greatest}(last_created_ms, ?)
   where id = ?
   returning listing_count, last_created_ms, last_created_tick`
 const LISTING_HEAD = ['id', 'seq', 'created_at_ms', 'updated_at_ms', 'expires_at_unix', 'request_hash', 'items_record', 'cell']
 const INSERT_LISTING = `insert into listings (${[...LISTING_HEAD, ...LISTING_COLUMN_NAMES].join(', ')})
   values (${placeholders(LISTING_HEAD.length + LISTING_COLUMN_NAMES.length)})`
-const INSERT_ITEM = `insert into listing_items (listing_id, ${itemNames.join(', ')}) values (${placeholders(itemNames.length + 1)})`
+const insertItems = (d: ScriptSql) => `insert into listing_items (listing_id, ${itemNames.join(', ')})
+  select cast(? as text), ${itemNames.map((name) => `i.${name}`).join(', ')} from ${d.jsonRows('i', ITEM_COLUMN_TYPES)}`
 
 /**
- * A create on SQLite, as postgres-writer.ts stores one on PostgreSQL (see ListingWriter): the provider's counter
- * gives the sequence number and creation time, then the listing, its items and its `listing.created` event.
- * The SQLite writer thread runs it inside a savepoint of its group commit.
+ * A create, on either database: the provider's counter gives the sequence number and creation time, then the
+ * listing, its items (one statement, whatever their number) and its `listing.created` event. Bumping the counter
+ * row in the create's transaction yields the listing's dense sequence number (recordCount stays exact without
+ * COUNT(*)) and a creation time that never goes backwards within a provider, and it serialises one provider's
+ * creates, so a concurrent duplicate referenceId waits and then fails on the unique constraint instead of
+ * racing. Each create is a transaction of its own (on SQLite, a savepoint of the writer thread's group commit),
+ * so no create shares another's fate.
  */
-export function* createListingOnSqlite(d: ScriptSql, write: ListingWrite): Script<StoredListing> {
+export function* createListing(d: ScriptSql, write: ListingWrite): Script<StoredListing> {
   const { items, ...columns } = JSON.parse(write.record) as ListingRecord
-  const counter = yield* queryOne<Counter>(BUMP_COUNTER, [write.nowMs, write.nowMs, write.providerId])
+  const counter = yield* queryOne<Counter>(bumpCounter(d), [write.nowMs, write.nowMs, write.providerId])
   if (!counter) throw new Error(`provider ${write.providerId} does not exist`)
-  const createdAtMs = counter.last_created_ms
-  const id = listingId(createdAtMs, counter.last_created_tick)
+  const createdAtMs = Number(counter.last_created_ms)
+  const id = listingId(createdAtMs, Number(counter.last_created_tick))
   const expiresAtUnix = Math.floor(createdAtMs / 1000) + write.ttlSeconds
   yield* execute(INSERT_LISTING, [
     id,
@@ -50,7 +54,7 @@ export function* createListingOnSqlite(d: ScriptSql, write: ListingWrite): Scrip
     write.cell,
     ...LISTING_COLUMN_NAMES.map((name) => columns[name]),
   ])
-  for (const item of items) yield* execute(INSERT_ITEM, [id, ...itemNames.map((name) => item[name])])
+  yield* execute(insertItems(d), [id, JSON.stringify(items)])
   const listing = newListingState({ ...columns, items }, { id, createdAtMs, expiresAtUnix })
   yield* recordEvents(d, write.providerId, createdAtMs, [{ type: 'listing.created', listing }])
   return { listingId: id, expiresAtUnix }
