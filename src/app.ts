@@ -10,6 +10,7 @@ import { registerCompression } from './http/compression.js'
 import { addDrainHooks, Drain } from './http/drain.js'
 import { healthRoutes } from './http/health.js'
 import { registerJsonBody } from './http/json-body.js'
+import { answerWrongMethods } from './http/method-not-allowed.js'
 import { registerMetrics } from './http/metrics-route.js'
 import { documentBearerAuth, registerOpenApi } from './http/openapi.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
@@ -118,6 +119,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     done()
   })
   addDrainHooks(app, drain)
+  answerWrongMethods(app)
 
   // Before any route: compression applies to the routes registered after it, /docs' assets included.
   await registerCompression(app)

@@ -52,6 +52,11 @@ export const problemTypes = {
     title: 'Request header fields too large',
     description: "The request's headers are over the server's limit; the connection is closed.",
   },
+  'method-not-allowed': {
+    status: 405,
+    title: 'Method not allowed',
+    description: 'The path exists, but not with this method; the Allow header lists the methods it has.',
+  },
   conflict: {
     status: 409,
     title: 'Conflict',

@@ -22,7 +22,7 @@ const NOT_DOCUMENTED = /^\/docs(\/|$)|^\/openapi\.json$/
  * so such a request can also be refused as a route would be: no valid token, over the rate limit, no database.
  */
 function undocumentedStatuses(path: string): number[] {
-  return path === '/api/v1' || path.startsWith('/api/v1/') ? [401, 404, 429, 503] : [404]
+  return path === '/api/v1' || path.startsWith('/api/v1/') ? [401, 404, 405, 429, 503] : [404, 405]
 }
 
 /** A documented path as a pattern: `/api/v1/listing/{listingId}` matches any one segment where the parameter is. */

@@ -41,6 +41,25 @@ function assertInvalid(response: Response, pointer: string): any {
 }
 
 await describeEachDialect('HTTP errors and parsing (contract §4, §5)', (service) => {
+  // ---- 405: a path asked with a method it does not have ---------------------------------------------------------
+
+  for (const [method, path, allow] of [
+    ['GET', '/api/v1/listing/create', 'POST'],
+    ['DELETE', '/api/v1/listing/01M7YQ1WE0000000ZDW4J8XG3M', 'GET, HEAD, PATCH'],
+    ['PUT', '/api/v1/events', 'GET, HEAD'],
+    ['POST', '/openapi.json', 'GET, HEAD'],
+  ] as const) {
+    test(`${method} ${path} → 405 with Allow: ${allow}, before authentication`, async () => {
+      const response = await service.request(method, path)
+      assertProblem(response, 405, 'method-not-allowed')
+      assert.equal(response.headers.get('allow'), allow)
+    })
+  }
+
+  test('a path no route has stays 404', async () => {
+    assertProblem(await service.request('GET', '/api/v1/nothing-here', { token: (await service.newProvider()).token }), 404, 'not-found')
+  })
+
   // ---- 415: the request's Content-Type --------------------------------------------------------------------------
 
   for (const contentType of ['text/plain', 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded', 'application/jsonx']) {

@@ -328,6 +328,8 @@ const provocations: Record<ProblemType, Provocation[]> = {
   // Answered by the connection before any route (test/hostile.test.ts provokes them).
   'request-timeout': [],
   'request-headers-too-large': [],
+  // Answered before any route, for a path asked with a method it does not have (test/http-errors.test.ts).
+  'method-not-allowed': [],
   conflict: [
     {
       route: CREATE,

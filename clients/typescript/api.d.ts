@@ -322,7 +322,7 @@ export interface components {
             /** @constant */
             success: false;
             /**
-             * @description Identifies the kind of problem: `/problems/invalid-request` (400), `/problems/image-unavailable` (400), `/problems/unauthorized` (401), `/problems/forbidden` (403), `/problems/not-found` (404), `/problems/request-timeout` (408), `/problems/request-headers-too-large` (431), `/problems/conflict` (409), `/problems/listing-closed` (409), `/problems/precondition-failed` (412), `/problems/payload-too-large` (413), `/problems/image-too-large` (413), `/problems/unsupported-media-type` (415), `/problems/unsupported-image-format` (415), `/problems/rate-limited` (429), `/problems/internal` (500), `/problems/unavailable` (503).
+             * @description Identifies the kind of problem: `/problems/invalid-request` (400), `/problems/image-unavailable` (400), `/problems/unauthorized` (401), `/problems/forbidden` (403), `/problems/not-found` (404), `/problems/request-timeout` (408), `/problems/request-headers-too-large` (431), `/problems/method-not-allowed` (405), `/problems/conflict` (409), `/problems/listing-closed` (409), `/problems/precondition-failed` (412), `/problems/payload-too-large` (413), `/problems/image-too-large` (413), `/problems/unsupported-media-type` (415), `/problems/unsupported-image-format` (415), `/problems/rate-limited` (429), `/problems/internal` (500), `/problems/unavailable` (503).
              * @example /problems/invalid-request
              */
             type: string;
@@ -788,7 +788,7 @@ export interface operations {
             query?: {
                 /**
                  * @description Page number, from 1. A page past the end is empty.
-                 * @example 2
+                 * @example 1
                  */
                 page?: number;
                 /**
@@ -800,7 +800,7 @@ export interface operations {
             header?: {
                 /**
                  * @description The ETag of the representation you have: when it is still the current one the answer is `304` with no body (weak comparison; `*` matches anything). Format `entity-tags`: `*` or a comma-separated list of entity tags.
-                 * @example "7"
+                 * @example "0"
                  */
                 "if-none-match"?: string;
             };
@@ -953,7 +953,7 @@ export interface operations {
             header?: {
                 /**
                  * @description The ETag of the representation you have: when it is still the current one the answer is `304` with no body (weak comparison; `*` matches anything). Format `entity-tags`: `*` or a comma-separated list of entity tags.
-                 * @example "7"
+                 * @example "0"
                  */
                 "if-none-match"?: string;
             };
@@ -1418,7 +1418,7 @@ export interface operations {
             header?: {
                 /**
                  * @description The ETag of the representation you have: when it is still the current one the answer is `304` with no body (weak comparison; `*` matches anything). Format `entity-tags`: `*` or a comma-separated list of entity tags.
-                 * @example "7"
+                 * @example "0"
                  */
                 "if-none-match"?: string;
             };
@@ -3011,7 +3011,7 @@ export interface operations {
                 limit?: number;
                 /**
                  * @description The previous page’s `nextCursor`, with the same other parameters (`limit` may change): the next page. A cursor that is not one, or was given for other parameters, is `400`. Format `discovery-cursor`: a `nextCursor` of this API.
-                 * @example eyJxIjoiWWQzaEswdjlSa3FGMm1YdyIsImsiOjMxMi40OCwiaWQiOiIwMU03WVExV0UwMDAwMDAwWkRXNEo4WEczTSJ9
+                 * @example eyJxIjoiWWQzaEswdjlSa3FGMm1YdyIsImsiOjMxMi40OCwiaWQiOiIwMU03WVExV0UwMDAwMDAwWkRXNEo4WEczTSJ9.rG4cQ0s1Zk3Vb8Xy2Pq9Tw
                  */
                 cursor?: string;
             };

@@ -33,6 +33,7 @@ const problemExamples: Record<ProblemType, Problem> = {
   }),
   'request-timeout': new Problem('request-timeout', 'the request was not received in time; the connection is closed'),
   'request-headers-too-large': new Problem('request-headers-too-large', 'the request headers are too large'),
+  'method-not-allowed': new Problem('method-not-allowed', 'GET is not a method of /api/v1/listing/create; it has POST'),
   conflict: new Problem('conflict', 'referenceId is already used by one of your listings with a different body', {
     errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
   }),

@@ -177,7 +177,7 @@ export const ListListingsQuery = Type.Object(
         maximum: Number.MAX_SAFE_INTEGER,
         default: 1,
         description: 'Page number, from 1. A page past the end is empty.',
-        examples: [2],
+        examples: [1],
       }),
     ),
     limit: Type.Optional(
@@ -369,7 +369,8 @@ export const IfNoneMatchHeaders = Type.Object({
         'The ETag of the representation you have: when it is still the current one the answer is `304` with no ' +
         'body (weak comparison; `*` matches anything). Format `entity-tags`: `*` or a comma-separated list of ' +
         'entity tags.',
-      examples: ['"7"'],
+      // No representation has this tag: "Try it out" on /docs gets the body, not a 304.
+      examples: ['"0"'],
     }),
   ),
 })

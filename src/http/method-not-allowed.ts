@@ -1,0 +1,45 @@
+import type { FastifyInstance } from 'fastify'
+import { Problem } from '../errors.js'
+
+/** A route's path as a test of concrete paths: `:name` is one non-empty segment, `*` anything. */
+function pathMatcher(url: string): RegExp {
+  const pattern = url
+    .split('/')
+    .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/')
+  return new RegExp(`^${pattern}$`)
+}
+
+/**
+ * A path that exists with other methods only is 405 with Allow (RFC 9110 §15.5.6), not a 404 that would read as
+ * "no such thing": `GET /api/v1/listing/create` is the create route asked with the wrong method, not a listing
+ * called "create". Checked before authentication, like the router's own 404: the routes are public (the
+ * OpenAPI document lists them).
+ */
+export function answerWrongMethods(app: FastifyInstance): void {
+  // A path without parameters names one resource: its methods are the path's, whatever a pattern also matches.
+  const literal = new Map<string, Set<string>>()
+  const patterns: Array<{ matches: RegExp; methods: Set<string> }> = []
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat().map((method) => method.toUpperCase())
+    const url = route.url ?? route.path
+    if (!url.includes(':') && !url.includes('*')) {
+      const known = literal.get(url) ?? new Set<string>()
+      methods.forEach((method) => known.add(method))
+      literal.set(url, known)
+    } else {
+      patterns.push({ matches: pathMatcher(url), methods: new Set(methods) })
+    }
+  })
+  app.addHook('onRequest', async (request, reply) => {
+    const path = request.url.split('?')[0] as string
+    const allowed = new Set(literal.get(path))
+    if (allowed.size === 0) for (const route of patterns) if (route.matches.test(path)) route.methods.forEach((method) => allowed.add(method))
+    if (allowed.size === 0 || allowed.has(request.method)) return
+    if (allowed.has('GET')) allowed.add('HEAD')
+    if (request.method === 'HEAD' && allowed.has('GET')) return
+    const allow = [...allowed].sort().join(', ')
+    reply.header('allow', allow)
+    throw new Problem('method-not-allowed', `${request.method} is not a method of ${path}; it has ${allow}`, { headers: { allow } })
+  })
+}
