@@ -28,7 +28,8 @@ const insertItems = (d: ScriptSql) => `insert into listing_items (listing_id, ${
   select cast(? as text), ${itemNames.map((name) => `i.${name}`).join(', ')} from ${d.jsonRows('i', ITEM_COLUMN_TYPES)}`
 
 /**
- * A create, on either database: the provider's counter gives the sequence number and creation time, then the
+ * A create (run on SQLite; PostgreSQL stores a provider's creates that arrive together in one statement,
+ * postgres-writer.ts, for the same rows): the provider's counter gives the sequence number and creation time, then the
  * listing, its items (one statement, whatever their number) and its `listing.created` event. Bumping the counter
  * row in the create's transaction yields the listing's dense sequence number (recordCount stays exact without
  * COUNT(*)) and a creation time that never goes backwards within a provider, and it serialises one provider's

@@ -18,3 +18,13 @@ export interface StoredListing {
   listingId: string
   expiresAtUnix: number
 }
+
+/**
+ * Where creates are stored, one per dialect: the create script (create-script.ts, run by the SQLite writer
+ * thread) and postgres-writer.ts. Both store the listing's `listing.created` event with it, and bump the
+ * provider's counter row in the create's transaction (see create-script.ts for what that buys).
+ */
+export interface ListingWriter {
+  /** Rejects with the database's error (its `code` as dialect.ts classifies errors). */
+  write(write: ListingWrite): Promise<StoredListing>
+}

@@ -7,7 +7,8 @@ import type { ChangeOutcome, IfMatch } from './change-scripts.js'
 import { fromThousandths } from './columns.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
 import { itemsJson, type PageListing } from './page-json.js'
-import type { ListingWrite, StoredListing } from './listing-write.js'
+import type { ListingWrite, ListingWriter, StoredListing } from './listing-write.js'
+import { postgresListingWriter } from './postgres-writer.js'
 import type { Categories, ListListingsParams, PatchListingInput } from './schemas.js'
 
 interface PageParams {
@@ -57,6 +58,11 @@ export class ListingRepository {
   readonly #samePageReads?: TrailingBatches<PageParams, ListingsPageData>
   /** SQLite: pages are kept until anything is committed (SqliteReadCache); the query is most of a page's time. */
   readonly #unchangedPages?: SqliteReadCache<ListingsPageData>
+  /**
+   * Creates: the create script on SQLite (create-script.ts, on the writer thread); on PostgreSQL, a provider's
+   * creates that arrive together are one statement (postgres-writer.ts).
+   */
+  readonly #writer: ListingWriter
   readonly #byId: PreparedQuery<{ providerId: string; listingId: string }, StateRow>
   readonly #byReference: PreparedQuery<{ providerId: string; referenceId: string }, StateRow>
 
@@ -67,8 +73,10 @@ export class ListingRepository {
   ) {
     const { sqlite } = database
     if (sqlite) {
+      this.#writer = { write: (write) => writes.run('createListing', write) }
       this.#unchangedPages = new SqliteReadCache(sqlite.connection)
     } else {
+      this.#writer = postgresListingWriter(database)
       this.#samePageReads = new TrailingBatches(async (requests) => {
         // Identical requests (one key): one read answers them all.
         const page = await this.#readPage(requests[0] as PageParams)
@@ -129,7 +137,7 @@ export class ListingRepository {
 
   /** Stores a listing, its items and its event, all or nothing (create-script.ts). */
   insert(listing: ListingWrite): Promise<StoredListing> {
-    return this.writes.run('createListing', listing)
+    return this.#writer.write(listing)
   }
 
   async findById(providerId: string, listingId: string): Promise<ListingState | undefined> {

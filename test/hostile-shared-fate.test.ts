@@ -4,6 +4,11 @@ import { after, before, describe, test } from 'node:test'
 import { openDatabase } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
 import { DiscoveryRepository } from '../src/discovery/repository.js'
+import { prepareListing } from '../src/listings/columns.js'
+import { ListingRepository } from '../src/listings/repository.js'
+import type { CreateListingInput } from '../src/listings/schemas.js'
+import { ProviderRepository } from '../src/providers/repository.js'
+import { openWrites } from '../src/writes/writes.js'
 import { listingBody } from './fixtures.js'
 import { createTestDatabase, readResponse, testDialects, type Response, type TestDatabase } from './helper.js'
 import { assertProblem } from './http-support.js'
@@ -134,6 +139,35 @@ for (const dialect of await testDialects()) {
         if (i % 4 !== 0) assert.equal(outcome.status, 'fulfilled', `query ${i}: ${outcome.status === 'rejected' ? String(outcome.reason) : ''}`)
       })
     } finally {
+      await db.close()
+      await testDatabase.drop()
+    }
+  })
+}
+
+for (const dialect of await testDialects()) {
+  test(`a create that fails in the database fails no other create stored with it [${dialect}]`, { timeout: 60_000 }, async () => {
+    const testDatabase = await createTestDatabase(dialect)
+    const db = openDatabase(testDatabase.url)
+    const writes = openWrites(db)
+    try {
+      await migrate(db)
+      const provider = await new ProviderRepository(db).create({ name: 'Shared fate' }, Date.now())
+      const listings = new ListingRepository(db, writes)
+      const write = (i: number) => {
+        const prepared = prepareListing(provider.id, listingBody() as CreateListingInput)
+        // A value validation would refuse, so only the database can: a NUL in a text column (PostgreSQL refuses
+        // it; SQLite stores it, so there every create succeeds, which the test allows).
+        const record = i % 5 === 0 ? prepared.record.replace('Morning Bakery', 'Morning\\u0000Bakery') : prepared.record
+        return listings.insert({ ...prepared, record, nowMs: Date.now(), ttlSeconds: 3600 })
+      }
+      const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => write(i)))
+      outcomes.forEach((outcome, i) => {
+        if (i % 5 !== 0) assert.equal(outcome.status, 'fulfilled', `create ${i}: ${outcome.status === 'rejected' ? String(outcome.reason) : ''}`)
+      })
+      if (dialect === 'postgres') assert.ok(outcomes.some((outcome) => outcome.status === 'rejected'), 'the poisoned creates failed')
+    } finally {
+      await writes.close()
       await db.close()
       await testDatabase.drop()
     }
