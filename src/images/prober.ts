@@ -5,7 +5,8 @@ import type { AddressPolicy } from './address-policy.js'
 import type { ImageCheck, ImageRef } from './check.js'
 import { describeConnectionError, findCause, ForbiddenAddressError, guardedConnector, systemResolver, type Resolver } from './guarded-connector.js'
 import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type ImageFormat } from './sniff.js'
-import { Semaphore } from './semaphore.js'
+import { FairSlots } from './fair-slots.js'
+import { ProviderBacklog } from './provider-backlog.js'
 import { TtlCache } from '../ttl-cache.js'
 
 export type ProbeFailureType = 'image-unavailable' | 'image-too-large' | 'unsupported-image-format'
@@ -27,15 +28,20 @@ export interface ProbeObserver {
 export interface ImageProberOptions {
   /** Largest accepted image, inclusive (IMAGE_MAX_BYTES). */
   maxBytes: number
-  /** The whole budget of one image: connect, redirects, headers and body (IMAGE_FETCH_TIMEOUT_MS). */
+  /**
+   * IMAGE_FETCH_TIMEOUT_MS: the whole budget of one image (connect, redirects, headers and body), and of a create's
+   * whole wait for its images, waiting for a free fetch included.
+   */
   timeoutMs: number
   policy: AddressPolicy
   resolve?: Resolver
   clock?: Clock
   /** Probes of one create running at once. */
   perRequestConcurrency?: number
-  /** Probes of the whole process running at once. */
+  /** Probes of the whole process running at once, shared fairly between providers (fair-slots.ts). */
   processConcurrency?: number
+  /** Images one provider's creates may wait on at once (IMAGE_QUEUE_PER_PROVIDER); none: no bound. */
+  queuePerProvider?: number
   observer?: ProbeObserver
 }
 
@@ -59,6 +65,16 @@ class ProbeFailure extends Error {
 }
 
 const unavailable = (detail: string) => new ProbeFailure('image-unavailable', detail)
+
+/** What a probe no one waits for any more resolves with; no caller reads it. */
+const CANCELLED: ProbeResult = { ok: false, type: 'image-unavailable', detail: 'cancelled: no request waits for it' }
+
+/** One probe of a URL and the requests waiting for its verdict; aborting `cancel` ends it. */
+interface SharedProbe {
+  result: Promise<ProbeResult>
+  waiters: number
+  cancel: AbortController
+}
 
 /** Stops a body we will not read further. The listener keeps the abort's error from crashing the process. */
 function discard(body: Dispatcher.ResponseData['body']): void {
@@ -86,13 +102,14 @@ function contentRangeTotal(value: string | undefined): number | undefined {
  * and every image has one time budget.
  */
 export class ImageProber {
-  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer'>>
+  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer' | 'queuePerProvider'>>
   readonly #observer: ProbeObserver | undefined
   readonly #agent: Agent
-  readonly #processSlots: Semaphore
+  readonly #processSlots: FairSlots
+  readonly #backlog: ProviderBacklog
   readonly #cache = new TtlCache<ProbeResult & { ok: true }>(CACHE_ENTRIES, CACHE_TTL_MS)
-  /** Probes under way, so concurrent creates naming one URL share one fetch. */
-  readonly #inFlight = new Map<string, Promise<ProbeResult>>()
+  /** Probes under way or waiting for a slot, so concurrent creates naming one URL share one fetch. */
+  readonly #inFlight = new Map<string, SharedProbe>()
 
   constructor(options: ImageProberOptions) {
     this.#options = {
@@ -106,34 +123,98 @@ export class ImageProber {
       connect: guardedConnector(options.policy, options.resolve ?? systemResolver),
       keepAliveTimeout: 4000,
     })
-    this.#processSlots = new Semaphore(this.#options.processConcurrency)
+    this.#processSlots = new FairSlots({ slots: this.#options.processConcurrency })
+    this.#backlog = new ProviderBacklog(options.queuePerProvider ?? Infinity)
     this.#observer = options.observer
   }
 
   /**
-   * The ImageCheck the create path awaits: each distinct URL probed once, a few at a time. When images fail,
-   * the first failing one in document order sets the status and errors[] names every failing image.
+   * The ImageCheck the create path awaits: each distinct URL probed once, a few at a time, all within one
+   * deadline (timeoutMs from the start of the wait, waiting for a slot included). When images fail, the first
+   * failing one in document order sets the status and errors[] names every failing image; an image not judged
+   * by the deadline, or before the client went away, is one that failed.
    */
-  readonly check: ImageCheck = async (images: ImageRef[]) => {
+  readonly check: ImageCheck = async (images, options = { provider: '' }) => {
     if (this.#allCached(images)) return
-    const slots = new Semaphore(this.#options.perRequestConcurrency)
-    const byUrl = new Map<string, Promise<ProbeResult>>()
-    for (const { url } of images) {
-      if (!byUrl.has(url)) byUrl.set(url, slots.run(() => this.probe(url)))
+    const { provider, signal } = options
+    const now = this.#options.clock()
+    const urls = [...new Set(images.map(({ url }) => url))]
+    const waiting = urls.filter((url) => !this.#cache.get(url, now)).length
+    if (!this.#backlog.tryAdd(provider, waiting)) throw this.#backlogFull(provider)
+    const deadline = AbortSignal.timeout(this.#options.timeoutMs)
+    const stop = signal ? AbortSignal.any([signal, deadline]) : deadline
+    const joined: Array<{ url: string; leave: () => void }> = []
+    try {
+      const results = await this.#judgeAll(urls, provider, stop, joined)
+      const notJudged = signal?.aborted
+        ? 'not checked: the client closed the connection first'
+        : `not checked within ${this.#options.timeoutMs} ms`
+      const failures: Array<{ pointer: string; type: ProbeFailureType; detail: string }> = []
+      for (const { pointer, url } of images) {
+        const result = results.get(url) ?? { ok: false, type: 'image-unavailable', detail: notJudged }
+        if (!result.ok) failures.push({ pointer, type: result.type, detail: result.detail })
+      }
+      const [first] = failures
+      if (!first) return
+      throw new Problem(first.type, failures.length === 1 ? first.detail : `${failures.length} images were not accepted`, {
+        errors: failures.map(({ pointer, detail }) => ({ pointer, detail })),
+      })
+    } finally {
+      // Probes this create no longer waits for: each ends unless another request still waits for it.
+      for (const { leave } of joined) leave()
+      this.#backlog.remove(provider, waiting)
     }
-    const results = new Map<string, ProbeResult>()
-    for (const [url, result] of byUrl) results.set(url, await result)
+  }
 
-    const failures: Array<{ pointer: string; type: ProbeFailureType; detail: string }> = []
-    for (const { pointer, url } of images) {
-      const result = results.get(url)
-      if (result && !result.ok) failures.push({ pointer, type: result.type, detail: result.detail })
-    }
-    const [first] = failures
-    if (!first) return
-    throw new Problem(first.type, failures.length === 1 ? first.detail : `${failures.length} images were not accepted`, {
-      errors: failures.map(({ pointer, detail }) => ({ pointer, detail })),
+  /**
+   * Verdicts of `urls`, at most perRequestConcurrency probed at once, until all are in or `stop` aborts;
+   * then the verdicts in so far. Every probe joined is pushed on `joined`, for the caller to leave.
+   */
+  #judgeAll(
+    urls: string[],
+    provider: string,
+    stop: AbortSignal,
+    joined: Array<{ url: string; leave: () => void }>,
+  ): Promise<Map<string, ProbeResult>> {
+    const results = new Map<string, ProbeResult>()
+    if (stop.aborted) return Promise.resolve(results)
+    return new Promise((resolve) => {
+      let next = 0
+      let running = 0
+      const finish = () => {
+        stop.removeEventListener('abort', finish)
+        // A copy: verdicts arriving later must not change the answer already being written.
+        resolve(new Map(results))
+      }
+      const startMore = () => {
+        while (running < this.#options.perRequestConcurrency && next < urls.length) {
+          const url = urls[next++] as string
+          running += 1
+          const probe = this.#join(url, provider)
+          joined.push({ url, leave: probe.leave })
+          void probe.result.then((result) => {
+            if (stop.aborted) return
+            running -= 1
+            results.set(url, result)
+            if (results.size === urls.length) finish()
+            else startMore()
+          })
+        }
+      }
+      stop.addEventListener('abort', finish, { once: true })
+      startMore()
     })
+  }
+
+  #backlogFull(provider: string): Problem {
+    // Every check under way ends by its deadline, so by then the provider's backlog is empty.
+    const seconds = Math.max(1, Math.ceil(this.#options.timeoutMs / 1000))
+    return new Problem(
+      'rate-limited',
+      `your creates already wait on ${this.#backlog.waitingOf(provider)} images to be checked, and at most ` +
+        `${this.#backlog.limit} may wait at once; retry after ${seconds} seconds`,
+      { headers: { 'retry-after': String(seconds) } },
+    )
   }
 
   /**
@@ -151,22 +232,69 @@ export class ImageProber {
     return true
   }
 
-  /** One image's verdict: from the cache of recent successes, a probe under way, or a new probe. */
+  /** One image's verdict for a caller that never goes away: from the cache, a probe under way, or a new probe. */
   probe(url: string): Promise<ProbeResult> {
+    return this.#join(url, '').result
+  }
+
+  /**
+   * Waits for a verdict on `url`: from the cache of recent successes, by joining the probe of it under way, or
+   * by a new probe that waits for one of `provider`'s fair share of slots. leave() says the caller waits no more;
+   * when no one waits any more, the probe leaves the line, or its fetch is aborted.
+   */
+  #join(url: string, provider: string): { result: Promise<ProbeResult>; leave: () => void } {
     const cached = this.#cache.get(url, this.#options.clock())
     if (cached) {
       this.#observer?.reused('cache')
-      return Promise.resolve(cached)
+      return { result: Promise.resolve(cached), leave: () => {} }
     }
     let probe = this.#inFlight.get(url)
     if (probe) {
       this.#observer?.reused('in-flight')
-      return probe
+    } else {
+      probe = this.#startProbe(url, provider)
+      this.#inFlight.set(url, probe)
     }
-    probe = this.#processSlots.run(() => this.#timedProbe(url))
-    this.#inFlight.set(url, probe)
-    void probe.finally(() => this.#inFlight.delete(url))
-    return probe
+    const shared = probe
+    shared.waiters += 1
+    let left = false
+    const leave = () => {
+      if (left) return
+      left = true
+      shared.waiters -= 1
+      if (shared.waiters > 0) return
+      // No one waits for it: a later request for the URL starts afresh.
+      if (this.#inFlight.get(url) === shared) this.#inFlight.delete(url)
+      shared.cancel.abort()
+    }
+    return { result: shared.result, leave }
+  }
+
+  /** A probe of `url` in `provider`'s line for a slot; it runs when granted one, until judged or cancelled. */
+  #startProbe(url: string, provider: string): SharedProbe {
+    const cancel = new AbortController()
+    const result = new Promise<ProbeResult>((resolve) => {
+      const giveUp = this.#processSlots.take(provider, () => {
+        void this.#timedProbe(url, cancel.signal).then((verdict) => {
+          giveUp()
+          resolve(verdict)
+        })
+      })
+      cancel.signal.addEventListener(
+        'abort',
+        () => {
+          // Out of the line, or the slot is free at once; the aborted fetch unwinds by itself.
+          giveUp()
+          resolve(CANCELLED)
+        },
+        { once: true },
+      )
+    })
+    void result.then(() => {
+      if (this.#inFlight.get(url) === shared) this.#inFlight.delete(url)
+    })
+    const shared: SharedProbe = { result, waiters: 0, cancel }
+    return shared
   }
 
   /**
@@ -177,23 +305,24 @@ export class ImageProber {
     await this.#agent.destroy()
   }
 
-  async #timedProbe(url: string): Promise<ProbeResult> {
+  async #timedProbe(url: string, cancelled: AbortSignal): Promise<ProbeResult> {
     // Wall time, not the injected clock: the clock dates cache entries, and tests hold it still.
     const started = performance.now()
-    const result = await this.#probeOnce(url)
-    this.#observer?.probed(result.ok ? 'ok' : result.type, (performance.now() - started) / 1000)
+    const result = await this.#probeOnce(url, cancelled)
+    // A cancelled probe judged nothing: it is not counted.
+    if (!cancelled.aborted) this.#observer?.probed(result.ok ? 'ok' : result.type, (performance.now() - started) / 1000)
     return result
   }
 
-  async #probeOnce(url: string): Promise<ProbeResult> {
-    const signal = AbortSignal.timeout(this.#options.timeoutMs)
+  async #probeOnce(url: string, cancelled: AbortSignal): Promise<ProbeResult> {
+    const budget = AbortSignal.timeout(this.#options.timeoutMs)
     try {
-      const result = await this.#judge(new URL(url), signal)
+      const result = await this.#judge(new URL(url), AbortSignal.any([budget, cancelled]))
       this.#cache.set(url, result, this.#options.clock())
       return result
     } catch (error) {
       if (error instanceof ProbeFailure) return { ok: false, type: error.type, detail: error.detail }
-      return { ok: false, type: 'image-unavailable', detail: this.#describeFetchError(error, signal) }
+      return { ok: false, type: 'image-unavailable', detail: this.#describeFetchError(error, budget) }
     }
   }
 
