@@ -132,6 +132,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       observer: metrics.imageProbes,
     })
     app.addHook('onClose', () => prober.close())
+    metrics.watchImageWork(() => prober.work())
     checkImages = prober.check
   }
   checkImages = drain.bound(checkImages)

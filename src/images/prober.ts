@@ -25,6 +25,16 @@ export interface ProbeObserver {
   reused(source: 'cache' | 'in-flight', count?: number): void
 }
 
+/** Image work under way now, for metrics. */
+export interface ImageWork {
+  /** Creates waiting on their image checks. */
+  checks: number
+  /** Probes fetching. */
+  running: number
+  /** Probes waiting for a free fetch slot. */
+  waiting: number
+}
+
 export interface ImageProberOptions {
   /** Largest accepted image, inclusive (IMAGE_MAX_BYTES). */
   maxBytes: number
@@ -69,6 +79,30 @@ const unavailable = (detail: string) => new ProbeFailure('image-unavailable', de
 /** What a probe no one waits for any more resolves with; no caller reads it. */
 const CANCELLED: ProbeResult = { ok: false, type: 'image-unavailable', detail: 'cancelled: no request waits for it' }
 
+/**
+ * A signal that aborts after `ms`, or as soon as `also` does; dispose() stops the timer. A plain timer, not
+ * AbortSignal.timeout: combined through AbortSignal.any, Node 20 may collect a timeout signal before it fires.
+ */
+function abortAfter(ms: number, also?: AbortSignal): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {
+  const controller = new AbortController()
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    controller.abort()
+  }, ms)
+  const onAbort = () => controller.abort()
+  if (also?.aborted) controller.abort()
+  else also?.addEventListener('abort', onAbort, { once: true })
+  return {
+    signal: controller.signal,
+    timedOut: () => timedOut,
+    dispose() {
+      clearTimeout(timer)
+      also?.removeEventListener('abort', onAbort)
+    },
+  }
+}
+
 /** One probe of a URL and the requests waiting for its verdict; aborting `cancel` ends it. */
 interface SharedProbe {
   result: Promise<ProbeResult>
@@ -110,6 +144,7 @@ export class ImageProber {
   readonly #cache = new TtlCache<ProbeResult & { ok: true }>(CACHE_ENTRIES, CACHE_TTL_MS)
   /** Probes under way or waiting for a slot, so concurrent creates naming one URL share one fetch. */
   readonly #inFlight = new Map<string, SharedProbe>()
+  #checks = 0
 
   constructor(options: ImageProberOptions) {
     this.#options = {
@@ -141,11 +176,11 @@ export class ImageProber {
     const urls = [...new Set(images.map(({ url }) => url))]
     const waiting = urls.filter((url) => !this.#cache.get(url, now)).length
     if (!this.#backlog.tryAdd(provider, waiting)) throw this.#backlogFull(provider)
-    const deadline = AbortSignal.timeout(this.#options.timeoutMs)
-    const stop = signal ? AbortSignal.any([signal, deadline]) : deadline
+    const deadline = abortAfter(this.#options.timeoutMs, signal)
     const joined: Array<{ url: string; leave: () => void }> = []
+    this.#checks += 1
     try {
-      const results = await this.#judgeAll(urls, provider, stop, joined)
+      const results = await this.#judgeAll(urls, provider, deadline.signal, joined)
       const notJudged = signal?.aborted
         ? 'not checked: the client closed the connection first'
         : `not checked within ${this.#options.timeoutMs} ms`
@@ -160,10 +195,17 @@ export class ImageProber {
         errors: failures.map(({ pointer, detail }) => ({ pointer, detail })),
       })
     } finally {
+      deadline.dispose()
       // Probes this create no longer waits for: each ends unless another request still waits for it.
       for (const { leave } of joined) leave()
       this.#backlog.remove(provider, waiting)
+      this.#checks -= 1
     }
+  }
+
+  /** What is under way now. */
+  work(): ImageWork {
+    return { checks: this.#checks, running: this.#processSlots.running, waiting: this.#processSlots.waiting }
   }
 
   /**
@@ -315,14 +357,16 @@ export class ImageProber {
   }
 
   async #probeOnce(url: string, cancelled: AbortSignal): Promise<ProbeResult> {
-    const budget = AbortSignal.timeout(this.#options.timeoutMs)
+    const budget = abortAfter(this.#options.timeoutMs, cancelled)
     try {
-      const result = await this.#judge(new URL(url), AbortSignal.any([budget, cancelled]))
+      const result = await this.#judge(new URL(url), budget.signal)
       this.#cache.set(url, result, this.#options.clock())
       return result
     } catch (error) {
       if (error instanceof ProbeFailure) return { ok: false, type: error.type, detail: error.detail }
-      return { ok: false, type: 'image-unavailable', detail: this.#describeFetchError(error, budget) }
+      return { ok: false, type: 'image-unavailable', detail: this.#describeFetchError(error, budget.timedOut()) }
+    } finally {
+      budget.dispose()
     }
   }
 
@@ -428,8 +472,8 @@ export class ImageProber {
     return new ProbeFailure('image-too-large', detail)
   }
 
-  #describeFetchError(error: unknown, signal: AbortSignal): string {
-    if (signal.aborted) return `no complete answer within ${this.#options.timeoutMs} ms`
+  #describeFetchError(error: unknown, timedOut: boolean): string {
+    if (timedOut) return `no complete answer within ${this.#options.timeoutMs} ms`
     const forbidden = findCause(error, ForbiddenAddressError)
     if (forbidden) return `${forbidden.host} is not a public address; images must be on the public internet`
     return describeConnectionError(error) ?? 'the image could not be fetched'
