@@ -7,6 +7,7 @@ import { describeConnectionError, findCause, ForbiddenAddressError, guardedConne
 import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type ImageFormat } from './sniff.js'
 import { FairSlots } from './fair-slots.js'
 import { ProviderBacklog } from './provider-backlog.js'
+import { SharedProbe } from './shared-probe.js'
 import { TtlCache } from '../ttl-cache.js'
 
 export type ProbeFailureType = 'image-unavailable' | 'image-too-large' | 'unsupported-image-format'
@@ -76,9 +77,6 @@ class ProbeFailure extends Error {
 
 const unavailable = (detail: string) => new ProbeFailure('image-unavailable', detail)
 
-/** What a probe no one waits for any more resolves with; no caller reads it. */
-const CANCELLED: ProbeResult = { ok: false, type: 'image-unavailable', detail: 'cancelled: no request waits for it' }
-
 /**
  * A signal that aborts after `ms`, or as soon as `also` does; dispose() stops the timer. A plain timer, not
  * AbortSignal.timeout: combined through AbortSignal.any, Node 20 may collect a timeout signal before it fires.
@@ -101,13 +99,6 @@ function abortAfter(ms: number, also?: AbortSignal): { signal: AbortSignal; time
       also?.removeEventListener('abort', onAbort)
     },
   }
-}
-
-/** One probe of a URL and the requests waiting for its verdict; aborting `cancel` ends it. */
-interface SharedProbe {
-  result: Promise<ProbeResult>
-  waiters: number
-  cancel: AbortController
 }
 
 /** Stops a body we will not read further. The listener keeps the abort's error from crashing the process. */
@@ -281,8 +272,8 @@ export class ImageProber {
 
   /**
    * Waits for a verdict on `url`: from the cache of recent successes, by joining the probe of it under way, or
-   * by a new probe that waits for one of `provider`'s fair share of slots. leave() says the caller waits no more;
-   * when no one waits any more, the probe leaves the line, or its fetch is aborted.
+   * by a new probe that waits for a slot in `provider`'s line (shared-probe.ts). leave() says the caller waits
+   * no more; when no one waits any more, the probe leaves every line, or its fetch is aborted.
    */
   #join(url: string, provider: string): { result: Promise<ProbeResult>; leave: () => void } {
     const cached = this.#cache.get(url, this.#options.clock())
@@ -294,49 +285,24 @@ export class ImageProber {
     if (probe) {
       this.#observer?.reused('in-flight')
     } else {
-      probe = this.#startProbe(url, provider)
-      this.#inFlight.set(url, probe)
+      const started = (probe = new SharedProbe(this.#processSlots, (cancelled) => this.#timedProbe(url, cancelled)))
+      this.#inFlight.set(url, started)
+      void started.result.then(() => this.#forget(url, started))
     }
     const shared = probe
-    shared.waiters += 1
+    shared.join(provider)
     let left = false
     const leave = () => {
       if (left) return
       left = true
-      shared.waiters -= 1
-      if (shared.waiters > 0) return
-      // No one waits for it: a later request for the URL starts afresh.
-      if (this.#inFlight.get(url) === shared) this.#inFlight.delete(url)
-      shared.cancel.abort()
+      // No one waits for it any more: a later request for the URL starts afresh.
+      if (shared.leave()) this.#forget(url, shared)
     }
     return { result: shared.result, leave }
   }
 
-  /** A probe of `url` in `provider`'s line for a slot; it runs when granted one, until judged or cancelled. */
-  #startProbe(url: string, provider: string): SharedProbe {
-    const cancel = new AbortController()
-    const result = new Promise<ProbeResult>((resolve) => {
-      const giveUp = this.#processSlots.take(provider, () => {
-        void this.#timedProbe(url, cancel.signal).then((verdict) => {
-          giveUp()
-          resolve(verdict)
-        })
-      })
-      cancel.signal.addEventListener(
-        'abort',
-        () => {
-          // Out of the line, or the slot is free at once; the aborted fetch unwinds by itself.
-          giveUp()
-          resolve(CANCELLED)
-        },
-        { once: true },
-      )
-    })
-    void result.then(() => {
-      if (this.#inFlight.get(url) === shared) this.#inFlight.delete(url)
-    })
-    const shared: SharedProbe = { result, waiters: 0, cancel }
-    return shared
+  #forget(url: string, probe: SharedProbe): void {
+    if (this.#inFlight.get(url) === probe) this.#inFlight.delete(url)
   }
 
   /**
