@@ -124,7 +124,9 @@ function contentRangeTotal(value: string | undefined): number | undefined {
  * their first bytes, size by their full length, never by headers alone. It is the service's most exposed
  * code: callers choose the URLs, so every connection goes through guardedConnector (public addresses only,
  * checked on the address actually connected to, on every redirect hop), every body is read with a byte cap,
- * and every image has one time budget.
+ * and every image has one time budget. Callers also choose how many images and how slow: each create's whole
+ * wait has one deadline, the process's fetches are shared fairly between providers (fair-slots.ts), each
+ * provider's backlog is bounded (provider-backlog.ts), and no fetch outlives every request waiting for it.
  */
 export class ImageProber {
   readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer' | 'queuePerProvider'>>
@@ -168,7 +170,7 @@ export class ImageProber {
     const waiting = urls.filter((url) => !this.#cache.get(url, now)).length
     if (!this.#backlog.tryAdd(provider, waiting)) throw this.#backlogFull(provider)
     const deadline = abortAfter(this.#options.timeoutMs, signal)
-    const joined: Array<{ url: string; leave: () => void }> = []
+    const joined: Array<() => void> = []
     this.#checks += 1
     try {
       const results = await this.#judgeAll(urls, provider, deadline.signal, joined)
@@ -188,7 +190,7 @@ export class ImageProber {
     } finally {
       deadline.dispose()
       // Probes this create no longer waits for: each ends unless another request still waits for it.
-      for (const { leave } of joined) leave()
+      for (const leave of joined) leave()
       this.#backlog.remove(provider, waiting)
       this.#checks -= 1
     }
@@ -201,13 +203,13 @@ export class ImageProber {
 
   /**
    * Verdicts of `urls`, at most perRequestConcurrency probed at once, until all are in or `stop` aborts;
-   * then the verdicts in so far. Every probe joined is pushed on `joined`, for the caller to leave.
+   * then the verdicts in so far. The leave() of every probe joined is pushed on `joined`, for the caller.
    */
   #judgeAll(
     urls: string[],
     provider: string,
     stop: AbortSignal,
-    joined: Array<{ url: string; leave: () => void }>,
+    joined: Array<() => void>,
   ): Promise<Map<string, ProbeResult>> {
     const results = new Map<string, ProbeResult>()
     if (stop.aborted) return Promise.resolve(results)
@@ -224,7 +226,7 @@ export class ImageProber {
           const url = urls[next++] as string
           running += 1
           const probe = this.#join(url, provider)
-          joined.push({ url, leave: probe.leave })
+          joined.push(probe.leave)
           void probe.result.then((result) => {
             if (stop.aborted) return
             running -= 1
