@@ -143,11 +143,13 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     const prober = new ImageProber({
       maxBytes: config.IMAGE_MAX_BYTES,
       timeoutMs: config.IMAGE_FETCH_TIMEOUT_MS,
+      queuePerProvider: config.IMAGE_QUEUE_PER_PROVIDER,
       policy: config.IMAGE_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       clock,
       observer: metrics.imageProbes,
     })
     app.addHook('onClose', () => prober.close())
+    metrics.watchImageWork(() => prober.work())
     checkImages = prober.check
   }
   checkImages = drain.bound(checkImages)

@@ -36,7 +36,17 @@ export const ConfigSchema = Type.Object(
     IMAGE_FETCH_TIMEOUT_MS: Type.Integer({
       minimum: 1,
       default: 5000,
-      description: 'whole budget for fetching one image, body included',
+      description:
+        'whole budget for fetching one image, body included; also bounds a create\'s whole wait for its images, ' +
+        'waiting for a free fetch included (images not checked by then are `400` `image-unavailable`)',
+    }),
+    IMAGE_QUEUE_PER_PROVIDER: Type.Integer({
+      // A create names at most 101 images (brand and 100 items): one must always fit.
+      minimum: 101,
+      default: 256,
+      description:
+        'most images one provider\'s creates may be waiting on at once (from the start of each create\'s image ' +
+        'check to its end); a create that would go over is refused with `429` and `Retry-After`',
     }),
     IMAGE_ALLOW_PRIVATE_NETWORKS: Type.Boolean({
       default: false,

@@ -18,7 +18,8 @@ export const problemTypes = {
     title: 'Image unavailable',
     description:
       'An image could not be fetched: DNS failure, refused, a non-2xx answer, more than 3 redirects, over ' +
-      'IMAGE_FETCH_TIMEOUT_MS, or a forbidden (private) address. `errors[]` points at every failing image.',
+      'IMAGE_FETCH_TIMEOUT_MS (which bounds the whole wait for a create\'s images, waiting for a free fetch ' +
+      'included), or a forbidden (private) address. `errors[]` points at every failing image.',
   },
   unauthorized: {
     status: 401,
@@ -96,7 +97,10 @@ export const problemTypes = {
   'rate-limited': {
     status: 429,
     title: 'Too many requests',
-    description: 'Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds.',
+    description:
+      'Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on ' +
+      'IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). ' +
+      'Retry after Retry-After seconds.',
   },
   internal: {
     status: 500,

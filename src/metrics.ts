@@ -1,6 +1,6 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { QueryOperation } from './db/query-operation.js'
-import type { ProbeObserver, ProbeOutcome } from './images/prober.js'
+import type { ImageWork, ProbeObserver, ProbeOutcome } from './images/prober.js'
 
 const PROBE_OUTCOMES: readonly ProbeOutcome[] = ['ok', 'image-unavailable', 'image-too-large', 'unsupported-image-format']
 const REUSE_SOURCES = ['cache', 'in-flight'] as const
@@ -59,6 +59,28 @@ export class Metrics {
     help: 'Image verdicts given without a fetch: "cache" (a success of the last 10 minutes) or "in-flight" (joined a fetch of the same URL under way).',
     labelNames: ['source'] as const,
     registers: [this.registry],
+  })
+
+  /** What the image prober has under way, read at each scrape; nothing until watchImageWork() is called. */
+  #imageWork: () => ImageWork = () => ({ checks: 0, running: 0, waiting: 0 })
+
+  readonly #imageChecks: Gauge = new Gauge({
+    name: 'listing_image_checks_in_progress',
+    help: 'Creates waiting on their image checks now.',
+    registers: [this.registry],
+    collect: (): void => this.#imageChecks.set(this.#imageWork().checks),
+  })
+
+  readonly #imageProbesNow: Gauge<'state'> = new Gauge({
+    name: 'listing_image_probes_in_progress',
+    help: 'Image probes now, by state: running (a fetch under way) or waiting (for a free fetch slot).',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+    collect: (): void => {
+      const { running, waiting } = this.#imageWork()
+      this.#imageProbesNow.set({ state: 'running' }, running)
+      this.#imageProbesNow.set({ state: 'waiting' }, waiting)
+    },
   })
 
   readonly #queryDuration = new Histogram({
@@ -123,6 +145,11 @@ export class Metrics {
       this.#probeDuration.observe({ outcome }, seconds)
     },
     reused: (source: (typeof REUSE_SOURCES)[number], count = 1) => this.#probeReuses.inc({ source }, count),
+  }
+
+  /** Gives the gauges of image work under way their source: the prober of the app. */
+  watchImageWork(read: () => ImageWork): void {
+    this.#imageWork = read
   }
 
   /** openDatabase's observeQuery. */

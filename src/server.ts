@@ -17,9 +17,9 @@ import { openWrites } from './writes/writes.js'
 
 /**
  * Contract §8: after SIGTERM/SIGINT the process exits 0 within 10 s. Milliseconds from the signal:
- * - CUT_WAITING_AT: requests still waiting on image probes answer 503, having stored nothing. One image is
- *   bounded by IMAGE_FETCH_TIMEOUT_MS, but a create's images are probed a few at a time (8 per request, 64 per
- *   process), so a create naming many slow images can take far longer than 10 s; it is cut, not waited for.
+ * - CUT_WAITING_AT: requests still waiting on image probes answer 503, having stored nothing. A create's whole
+ *   wait is bounded by IMAGE_FETCH_TIMEOUT_MS, which may be set longer than the grace; such a wait is cut, not
+ *   waited for.
  * - DROP_CONNECTIONS_AT: connections still open (a client still sending its body) are dropped. A request
  *   dropped this way was never acknowledged, and a listing is written in one transaction, all or nothing.
  * - GIVE_UP_AT: something still hangs (the database does not answer its close): exit 1, not overrun.

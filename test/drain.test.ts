@@ -169,7 +169,13 @@ describe('drain', { concurrency: true }, () => {
       test('10 creates of 50 items waiting on image probes all answer 201 and are stored; exit 0 within 10 s', async () => {
         const images = await startHeldImageServer()
         const { database, token } = await databaseWithProvider(dialect)
-        const server = await startServer({ DATABASE_URL: database.url })
+        // 510 images waiting for one provider: over the default bound of IMAGE_QUEUE_PER_PROVIDER (256). Each
+        // create's whole wait is bounded by IMAGE_FETCH_TIMEOUT_MS: long here, so that only the drain decides.
+        const server = await startServer({
+          DATABASE_URL: database.url,
+          IMAGE_QUEUE_PER_PROVIDER: '1000',
+          IMAGE_FETCH_TIMEOUT_MS: '30000',
+        })
         const agent = new Agent({ keepAlive: true })
         after(() => agent.destroy())
         try {
@@ -182,8 +188,8 @@ describe('drain', { concurrency: true }, () => {
           const creates = bodies.map((body) => postCreate(server.port, agent, token, body))
           // Awaited below; until then a failure elsewhere must be reported as itself, not as their hang-up.
           for (const pending of creates) pending.catch(() => {})
-          // 64 is the prober's process-wide limit of probes at once: creates fill it, the rest queue behind.
-          while (images.held() < 64) await sleep(20)
+          // 48 is one provider's share of the prober's 64 fetches (fair-slots.ts): creates fill it, the rest queue behind.
+          while (images.held() < 48) await sleep(20)
           await sleep(300)
 
           server.child.kill('SIGTERM')

@@ -330,6 +330,35 @@ describe('image prober: sharing, caching and bounds', () => {
     }
   })
 
+  test("a provider naming another's image URL cannot hold that provider's create behind its own line", async () => {
+    // 4 fetches: one provider may hold 3 (fair-slots.ts).
+    const p = prober({ processConcurrency: 4, timeoutMs: 10_000 })
+    const shared = server.url('/img/victims-own-brand.png')
+    const attackerGone = new AbortController()
+    const attack = p
+      .check(
+        [
+          ...[0, 1, 2].map((i) => ({ pointer: `/items/${i}/imageUrl`, url: server.url(`/hang/takes-a-slot-${i}`) })),
+          { pointer: '/items/3/imageUrl', url: shared },
+        ],
+        { provider: 'attacker', signal: attackerGone.signal },
+      )
+      .then(
+        () => 'attacker answered',
+        () => 'attacker answered',
+      )
+    try {
+      // The attacker's share is taken; the shared URL's probe waits in the attacker's line.
+      while (server.requests.filter((r) => r.path.startsWith('/hang/takes-a-slot-')).length < 3) await sleep(10)
+      const victim = p.check([{ pointer: '/brand/imageUrl', url: shared }], { provider: 'victim' }).then(() => 'victim answered')
+      assert.equal(await Promise.race([victim, attack]), 'victim answered')
+      assert.equal(requestsTo('/img/victims-own-brand.png'), 1)
+    } finally {
+      attackerGone.abort()
+      await attack
+    }
+  })
+
   test('check(): the first failing image in document order sets the status; errors[] lists every failure', async () => {
     const p = prober()
     const images = [

@@ -21,6 +21,8 @@ export interface RecordedRequest {
   method: string
   path: string
   range: string | undefined
+  /** The answer is over: sent whole, or its connection closed before that (the client gave up). */
+  closed: boolean
 }
 
 export interface ImageServer {
@@ -29,6 +31,8 @@ export interface ImageServer {
   url(path: string): string
   /** Every request received, in order. */
   requests: RecordedRequest[]
+  /** Requests still open: not yet answered whole, and the client still connected (e.g. those /hang holds). */
+  openRequests(): number
   close(): Promise<void>
 }
 
@@ -97,7 +101,8 @@ const tinyFiles: Record<string, Buffer> = {
  * - /as/<format>/<any name>: the file of that format under any name (a PNG named .jpg, an SVG named .png)
  * - /text/<any name>: plain text
  * - /size/<bytes>?ranges=off&length=off&total=off: a PNG-signed body of that many bytes
- * - /status/<code>, /redirect/<hops>, /loop, /to?url=<target>, /drip (one byte a second), /hang (no answer)
+ * - /status/<code>, /redirect/<hops>, /loop, /to?url=<target>, /drip (one byte a second)
+ * - /hang/<any name>: never answers (no headers, ever); the connection stays open until the client closes it
  */
 const builtInRoutes: Record<string, Route> = {
   img: (request, response) => serveBytes(request, response, IMAGES.png, { contentType: 'image/png' }),
@@ -145,7 +150,9 @@ export async function startImageServer(host = '127.0.0.1', routes: Record<string
   const requests: RecordedRequest[] = []
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://fixture')
-    requests.push({ method: request.method ?? '', path: url.pathname + url.search, range: request.headers.range })
+    const recorded = { method: request.method ?? '', path: url.pathname + url.search, range: request.headers.range, closed: false }
+    requests.push(recorded)
+    response.once('close', () => (recorded.closed = true))
     const route = routes[url.pathname] ?? builtInRoute
     route(request, response, url)
   })
@@ -158,6 +165,7 @@ export async function startImageServer(host = '127.0.0.1', routes: Record<string
     baseUrl,
     url: (path) => `${baseUrl}${path}`,
     requests,
+    openRequests: () => requests.filter((request) => !request.closed).length,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections()

@@ -247,6 +247,8 @@ describe('bad configuration stops start-up before listening', { concurrency: 4 }
     ['IMAGE_ALLOW_PRIVATE_NETWORKS', 'yes'],
     ['RATE_LIMIT_PER_MINUTE', '-1'],
     ['LISTING_TTL_TIMED_SECONDS', '1.5'],
+    // Below one create's most images (101): such a create could never be admitted.
+    ['IMAGE_QUEUE_PER_PROVIDER', '100'],
   ]
   for (const [variable, value] of cases) {
     test(`${variable}=${value}: non-zero exit, one stderr line naming ${variable}`, async () => {

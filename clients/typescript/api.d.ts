@@ -659,7 +659,7 @@ export interface operations {
             /**
              * @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one.
              *
-             *     `/problems/image-unavailable`: An image could not be fetched: DNS failure, refused, a non-2xx answer, more than 3 redirects, over IMAGE_FETCH_TIMEOUT_MS, or a forbidden (private) address. `errors[]` points at every failing image.
+             *     `/problems/image-unavailable`: An image could not be fetched: DNS failure, refused, a non-2xx answer, more than 3 redirects, over IMAGE_FETCH_TIMEOUT_MS (which bounds the whole wait for a create's images, waiting for a free fetch included), or a forbidden (private) address. `errors[]` points at every failing image.
              */
             400: {
                 headers: {
@@ -740,14 +740,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -904,14 +904,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -1101,14 +1101,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -1369,14 +1369,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -1566,14 +1566,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -1775,14 +1775,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -1968,14 +1968,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -2080,14 +2080,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -2263,14 +2263,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -2402,14 +2402,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -2518,14 +2518,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -2642,14 +2642,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -2781,14 +2781,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -2933,14 +2933,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;
@@ -3146,14 +3146,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
                     /**
-                     * @description Seconds until the window resets and requests are accepted again (at least 1).
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
                      * @example 12
                      */
                     "Retry-After"?: number;

@@ -51,14 +51,14 @@ export class Drain {
   /** `check`, except that a cut ends its wait with a 503 (the probes themselves end when the prober closes). */
   bound(check: ImageCheck): ImageCheck {
     const cutSignal = this.#cut.signal
-    return (images) => {
+    return (images, options) => {
       if (cutSignal.aborted) return Promise.reject(shuttingDown('the service is shutting down; nothing was stored, retry'))
       this.#waiting += 1
       return new Promise<void>((resolve, reject) => {
         const onCut = () =>
           reject(shuttingDown('the service shut down before the images were checked; nothing was stored, retry'))
         cutSignal.addEventListener('abort', onCut, { once: true })
-        check(images)
+        check(images, options)
           .then(resolve, reject)
           .finally(() => {
             this.#waiting -= 1

@@ -67,7 +67,9 @@ const problemHeaders: Partial<Record<ProblemType, Record<string, object>>> = {
   },
   'rate-limited': {
     'Retry-After': {
-      description: 'Seconds until the window resets and requests are accepted again (at least 1).',
+      description:
+        'Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your ' +
+        'creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).',
       schema: { type: 'integer', minimum: 1 },
       example: 12,
     },

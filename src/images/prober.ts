@@ -5,7 +5,9 @@ import type { AddressPolicy } from './address-policy.js'
 import type { ImageCheck, ImageRef } from './check.js'
 import { describeConnectionError, findCause, ForbiddenAddressError, guardedConnector, systemResolver, type Resolver } from './guarded-connector.js'
 import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type ImageFormat } from './sniff.js'
-import { Semaphore } from './semaphore.js'
+import { FairSlots } from './fair-slots.js'
+import { ProviderBacklog } from './provider-backlog.js'
+import { SharedProbe } from './shared-probe.js'
 import { TtlCache } from '../ttl-cache.js'
 
 export type ProbeFailureType = 'image-unavailable' | 'image-too-large' | 'unsupported-image-format'
@@ -24,18 +26,33 @@ export interface ProbeObserver {
   reused(source: 'cache' | 'in-flight', count?: number): void
 }
 
+/** Image work under way now, for metrics. */
+export interface ImageWork {
+  /** Creates waiting on their image checks. */
+  checks: number
+  /** Probes fetching. */
+  running: number
+  /** Probes waiting for a free fetch slot. */
+  waiting: number
+}
+
 export interface ImageProberOptions {
   /** Largest accepted image, inclusive (IMAGE_MAX_BYTES). */
   maxBytes: number
-  /** The whole budget of one image: connect, redirects, headers and body (IMAGE_FETCH_TIMEOUT_MS). */
+  /**
+   * IMAGE_FETCH_TIMEOUT_MS: the whole budget of one image (connect, redirects, headers and body), and of a create's
+   * whole wait for its images, waiting for a free fetch included.
+   */
   timeoutMs: number
   policy: AddressPolicy
   resolve?: Resolver
   clock?: Clock
   /** Probes of one create running at once. */
   perRequestConcurrency?: number
-  /** Probes of the whole process running at once. */
+  /** Probes of the whole process running at once, shared fairly between providers (fair-slots.ts). */
   processConcurrency?: number
+  /** Images one provider's creates may wait on at once (IMAGE_QUEUE_PER_PROVIDER); none: no bound. */
+  queuePerProvider?: number
   observer?: ProbeObserver
 }
 
@@ -60,6 +77,30 @@ class ProbeFailure extends Error {
 
 const unavailable = (detail: string) => new ProbeFailure('image-unavailable', detail)
 
+/**
+ * A signal that aborts after `ms`, or as soon as `also` does; dispose() stops the timer. A plain timer, not
+ * AbortSignal.timeout: combined through AbortSignal.any, Node 20 may collect a timeout signal before it fires.
+ */
+function abortAfter(ms: number, also?: AbortSignal): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {
+  const controller = new AbortController()
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    controller.abort()
+  }, ms)
+  const onAbort = () => controller.abort()
+  if (also?.aborted) controller.abort()
+  else also?.addEventListener('abort', onAbort, { once: true })
+  return {
+    signal: controller.signal,
+    timedOut: () => timedOut,
+    dispose() {
+      clearTimeout(timer)
+      also?.removeEventListener('abort', onAbort)
+    },
+  }
+}
+
 /** Stops a body we will not read further. The listener keeps the abort's error from crashing the process. */
 function discard(body: Dispatcher.ResponseData['body']): void {
   body.on('error', () => {})
@@ -83,16 +124,20 @@ function contentRangeTotal(value: string | undefined): number | undefined {
  * their first bytes, size by their full length, never by headers alone. It is the service's most exposed
  * code: callers choose the URLs, so every connection goes through guardedConnector (public addresses only,
  * checked on the address actually connected to, on every redirect hop), every body is read with a byte cap,
- * and every image has one time budget.
+ * and every image has one time budget. Callers also choose how many images and how slow: each create's whole
+ * wait has one deadline, the process's fetches are shared fairly between providers (fair-slots.ts), each
+ * provider's backlog is bounded (provider-backlog.ts), and no fetch outlives every request waiting for it.
  */
 export class ImageProber {
-  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer'>>
+  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer' | 'queuePerProvider'>>
   readonly #observer: ProbeObserver | undefined
   readonly #agent: Agent
-  readonly #processSlots: Semaphore
+  readonly #processSlots: FairSlots
+  readonly #backlog: ProviderBacklog
   readonly #cache = new TtlCache<ProbeResult & { ok: true }>(CACHE_ENTRIES, CACHE_TTL_MS)
-  /** Probes under way, so concurrent creates naming one URL share one fetch. */
-  readonly #inFlight = new Map<string, Promise<ProbeResult>>()
+  /** Probes under way or waiting for a slot, so concurrent creates naming one URL share one fetch. */
+  readonly #inFlight = new Map<string, SharedProbe>()
+  #checks = 0
 
   constructor(options: ImageProberOptions) {
     this.#options = {
@@ -106,34 +151,105 @@ export class ImageProber {
       connect: guardedConnector(options.policy, options.resolve ?? systemResolver),
       keepAliveTimeout: 4000,
     })
-    this.#processSlots = new Semaphore(this.#options.processConcurrency)
+    this.#processSlots = new FairSlots({ slots: this.#options.processConcurrency })
+    this.#backlog = new ProviderBacklog(options.queuePerProvider ?? Infinity)
     this.#observer = options.observer
   }
 
   /**
-   * The ImageCheck the create path awaits: each distinct URL probed once, a few at a time. When images fail,
-   * the first failing one in document order sets the status and errors[] names every failing image.
+   * The ImageCheck the create path awaits: each distinct URL probed once, a few at a time, all within one
+   * deadline (timeoutMs from the start of the wait, waiting for a slot included). When images fail, the first
+   * failing one in document order sets the status and errors[] names every failing image; an image not judged
+   * by the deadline, or before the client went away, is one that failed.
    */
-  readonly check: ImageCheck = async (images: ImageRef[]) => {
+  readonly check: ImageCheck = async (images, options = { provider: '' }) => {
     if (this.#allCached(images)) return
-    const slots = new Semaphore(this.#options.perRequestConcurrency)
-    const byUrl = new Map<string, Promise<ProbeResult>>()
-    for (const { url } of images) {
-      if (!byUrl.has(url)) byUrl.set(url, slots.run(() => this.probe(url)))
+    const { provider, signal } = options
+    const now = this.#options.clock()
+    const urls = [...new Set(images.map(({ url }) => url))]
+    const waiting = urls.filter((url) => !this.#cache.get(url, now)).length
+    if (!this.#backlog.tryAdd(provider, waiting)) throw this.#backlogFull(provider)
+    const deadline = abortAfter(this.#options.timeoutMs, signal)
+    const joined: Array<() => void> = []
+    this.#checks += 1
+    try {
+      const results = await this.#judgeAll(urls, provider, deadline.signal, joined)
+      const notJudged = signal?.aborted
+        ? 'not checked: the client closed the connection first'
+        : `not checked within ${this.#options.timeoutMs} ms`
+      const failures: Array<{ pointer: string; type: ProbeFailureType; detail: string }> = []
+      for (const { pointer, url } of images) {
+        const result = results.get(url) ?? { ok: false, type: 'image-unavailable', detail: notJudged }
+        if (!result.ok) failures.push({ pointer, type: result.type, detail: result.detail })
+      }
+      const [first] = failures
+      if (!first) return
+      throw new Problem(first.type, failures.length === 1 ? first.detail : `${failures.length} images were not accepted`, {
+        errors: failures.map(({ pointer, detail }) => ({ pointer, detail })),
+      })
+    } finally {
+      deadline.dispose()
+      // Probes this create no longer waits for: each ends unless another request still waits for it.
+      for (const leave of joined) leave()
+      this.#backlog.remove(provider, waiting)
+      this.#checks -= 1
     }
-    const results = new Map<string, ProbeResult>()
-    for (const [url, result] of byUrl) results.set(url, await result)
+  }
 
-    const failures: Array<{ pointer: string; type: ProbeFailureType; detail: string }> = []
-    for (const { pointer, url } of images) {
-      const result = results.get(url)
-      if (result && !result.ok) failures.push({ pointer, type: result.type, detail: result.detail })
-    }
-    const [first] = failures
-    if (!first) return
-    throw new Problem(first.type, failures.length === 1 ? first.detail : `${failures.length} images were not accepted`, {
-      errors: failures.map(({ pointer, detail }) => ({ pointer, detail })),
+  /** What is under way now. */
+  work(): ImageWork {
+    return { checks: this.#checks, running: this.#processSlots.running, waiting: this.#processSlots.waiting }
+  }
+
+  /**
+   * Verdicts of `urls`, at most perRequestConcurrency probed at once, until all are in or `stop` aborts;
+   * then the verdicts in so far. The leave() of every probe joined is pushed on `joined`, for the caller.
+   */
+  #judgeAll(
+    urls: string[],
+    provider: string,
+    stop: AbortSignal,
+    joined: Array<() => void>,
+  ): Promise<Map<string, ProbeResult>> {
+    const results = new Map<string, ProbeResult>()
+    if (stop.aborted) return Promise.resolve(results)
+    return new Promise((resolve) => {
+      let next = 0
+      let running = 0
+      const finish = () => {
+        stop.removeEventListener('abort', finish)
+        // A copy: verdicts arriving later must not change the answer already being written.
+        resolve(new Map(results))
+      }
+      const startMore = () => {
+        while (running < this.#options.perRequestConcurrency && next < urls.length) {
+          const url = urls[next++] as string
+          running += 1
+          const probe = this.#join(url, provider)
+          joined.push(probe.leave)
+          void probe.result.then((result) => {
+            if (stop.aborted) return
+            running -= 1
+            results.set(url, result)
+            if (results.size === urls.length) finish()
+            else startMore()
+          })
+        }
+      }
+      stop.addEventListener('abort', finish, { once: true })
+      startMore()
     })
+  }
+
+  #backlogFull(provider: string): Problem {
+    // Every check under way ends by its deadline, so by then the provider's backlog is empty.
+    const seconds = Math.max(1, Math.ceil(this.#options.timeoutMs / 1000))
+    return new Problem(
+      'rate-limited',
+      `your creates already wait on ${this.#backlog.waitingOf(provider)} images to be checked, and at most ` +
+        `${this.#backlog.limit} may wait at once; retry after ${seconds} seconds`,
+      { headers: { 'retry-after': String(seconds) } },
+    )
   }
 
   /**
@@ -151,22 +267,44 @@ export class ImageProber {
     return true
   }
 
-  /** One image's verdict: from the cache of recent successes, a probe under way, or a new probe. */
+  /** One image's verdict for a caller that never goes away: from the cache, a probe under way, or a new probe. */
   probe(url: string): Promise<ProbeResult> {
+    return this.#join(url, '').result
+  }
+
+  /**
+   * Waits for a verdict on `url`: from the cache of recent successes, by joining the probe of it under way, or
+   * by a new probe that waits for a slot in `provider`'s line (shared-probe.ts). leave() says the caller waits
+   * no more; when no one waits any more, the probe leaves every line, or its fetch is aborted.
+   */
+  #join(url: string, provider: string): { result: Promise<ProbeResult>; leave: () => void } {
     const cached = this.#cache.get(url, this.#options.clock())
     if (cached) {
       this.#observer?.reused('cache')
-      return Promise.resolve(cached)
+      return { result: Promise.resolve(cached), leave: () => {} }
     }
     let probe = this.#inFlight.get(url)
     if (probe) {
       this.#observer?.reused('in-flight')
-      return probe
+    } else {
+      const started = (probe = new SharedProbe(this.#processSlots, (cancelled) => this.#timedProbe(url, cancelled)))
+      this.#inFlight.set(url, started)
+      void started.result.then(() => this.#forget(url, started))
     }
-    probe = this.#processSlots.run(() => this.#timedProbe(url))
-    this.#inFlight.set(url, probe)
-    void probe.finally(() => this.#inFlight.delete(url))
-    return probe
+    const shared = probe
+    shared.join(provider)
+    let left = false
+    const leave = () => {
+      if (left) return
+      left = true
+      // No one waits for it any more: a later request for the URL starts afresh.
+      if (shared.leave()) this.#forget(url, shared)
+    }
+    return { result: shared.result, leave }
+  }
+
+  #forget(url: string, probe: SharedProbe): void {
+    if (this.#inFlight.get(url) === probe) this.#inFlight.delete(url)
   }
 
   /**
@@ -177,23 +315,26 @@ export class ImageProber {
     await this.#agent.destroy()
   }
 
-  async #timedProbe(url: string): Promise<ProbeResult> {
+  async #timedProbe(url: string, cancelled: AbortSignal): Promise<ProbeResult> {
     // Wall time, not the injected clock: the clock dates cache entries, and tests hold it still.
     const started = performance.now()
-    const result = await this.#probeOnce(url)
-    this.#observer?.probed(result.ok ? 'ok' : result.type, (performance.now() - started) / 1000)
+    const result = await this.#probeOnce(url, cancelled)
+    // A cancelled probe judged nothing: it is not counted.
+    if (!cancelled.aborted) this.#observer?.probed(result.ok ? 'ok' : result.type, (performance.now() - started) / 1000)
     return result
   }
 
-  async #probeOnce(url: string): Promise<ProbeResult> {
-    const signal = AbortSignal.timeout(this.#options.timeoutMs)
+  async #probeOnce(url: string, cancelled: AbortSignal): Promise<ProbeResult> {
+    const budget = abortAfter(this.#options.timeoutMs, cancelled)
     try {
-      const result = await this.#judge(new URL(url), signal)
+      const result = await this.#judge(new URL(url), budget.signal)
       this.#cache.set(url, result, this.#options.clock())
       return result
     } catch (error) {
       if (error instanceof ProbeFailure) return { ok: false, type: error.type, detail: error.detail }
-      return { ok: false, type: 'image-unavailable', detail: this.#describeFetchError(error, signal) }
+      return { ok: false, type: 'image-unavailable', detail: this.#describeFetchError(error, budget.timedOut()) }
+    } finally {
+      budget.dispose()
     }
   }
 
@@ -299,8 +440,8 @@ export class ImageProber {
     return new ProbeFailure('image-too-large', detail)
   }
 
-  #describeFetchError(error: unknown, signal: AbortSignal): string {
-    if (signal.aborted) return `no complete answer within ${this.#options.timeoutMs} ms`
+  #describeFetchError(error: unknown, timedOut: boolean): string {
+    if (timedOut) return `no complete answer within ${this.#options.timeoutMs} ms`
     const forbidden = findCause(error, ForbiddenAddressError)
     if (forbidden) return `${forbidden.host} is not a public address; images must be on the public internet`
     return describeConnectionError(error) ?? 'the image could not be fetched'

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Clock } from '../clock.js'
 import { COMPRESSION_THRESHOLD_BYTES, negotiatedEncoding } from '../http/compression.js'
+import { clientGone } from '../http/client-gone.js'
 import { notModified } from '../http/conditional.js'
 import { jsonResponse, notModifiedResponse } from '../http/openapi.js'
 import { providerOf } from '../providers/authenticate.js'
@@ -73,7 +74,7 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
     },
     async (request, reply) => {
       // The validator has checked the body against CreateListingBody and filled its defaults.
-      const outcome = await createListing(create, providerOf(request), request.body as CreateListingInput)
+      const outcome = await createListing(create, providerOf(request), request.body as CreateListingInput, clientGone(reply))
       return reply.code(outcome.status).send(outcome.body)
     },
   )

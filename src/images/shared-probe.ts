@@ -1,0 +1,78 @@
+import type { FairSlots, GiveUp } from './fair-slots.js'
+import type { ProbeResult } from './prober.js'
+
+/** What a probe no one waits for any more resolves with; no caller reads it. */
+const CANCELLED: ProbeResult = { ok: false, type: 'image-unavailable', detail: 'cancelled: no request waits for it' }
+
+/** A place in one provider's line for a fetch slot; `giveUp` is set once take() has returned. */
+interface Place {
+  giveUp?: GiveUp
+}
+
+/**
+ * One probe of a URL and the requests waiting for its verdict. Until it runs, it waits in the line of every
+ * provider that waits for it and runs on the first slot granted (its other places are given up), so a provider
+ * naming another's image URL cannot hold that provider's create behind its own long line. It ends when judged,
+ * or when its last waiter leaves: out of every line, or its fetch aborted and its slot freed at once.
+ */
+export class SharedProbe {
+  readonly result: Promise<ProbeResult>
+  #resolve!: (verdict: ProbeResult) => void
+  #state: 'waiting' | 'running' | 'done' = 'waiting'
+  #waiters = 0
+  /** Places in line by provider, while waiting. */
+  readonly #places = new Map<string, Place>()
+  /** The place whose slot it runs on. */
+  #slot: Place | undefined
+  readonly #cancel = new AbortController()
+
+  constructor(
+    private readonly slots: FairSlots,
+    /** Fetches and judges; `cancelled` aborts when no one waits any more. */
+    private readonly run: (cancelled: AbortSignal) => Promise<ProbeResult>,
+  ) {
+    this.result = new Promise((resolve) => (this.#resolve = resolve))
+  }
+
+  /** A request of `provider` waits for the verdict from now on (until leave()). */
+  join(provider: string): void {
+    this.#waiters += 1
+    if (this.#state !== 'waiting' || this.#places.has(provider)) return
+    const place: Place = {}
+    // take() may grant at once, calling #start before it returns.
+    this.#places.set(provider, place)
+    place.giveUp = this.slots.take(provider, () => this.#start(provider, place))
+  }
+
+  /** A waiter leaves; true when none is left, and then the probe has ended (cancelled, unless already judged). */
+  leave(): boolean {
+    this.#waiters -= 1
+    if (this.#waiters > 0) return false
+    if (this.#state !== 'done') {
+      this.#cancel.abort()
+      this.#finish(CANCELLED)
+    }
+    return true
+  }
+
+  #start(provider: string, place: Place): void {
+    this.#state = 'running'
+    this.#slot = place
+    this.#places.delete(provider)
+    this.#leaveLines()
+    void this.run(this.#cancel.signal).then((verdict) => this.#finish(verdict))
+  }
+
+  #finish(verdict: ProbeResult): void {
+    if (this.#state === 'done') return
+    this.#state = 'done'
+    this.#leaveLines()
+    this.#slot?.giveUp?.()
+    this.#resolve(verdict)
+  }
+
+  #leaveLines(): void {
+    for (const place of this.#places.values()) place.giveUp?.()
+    this.#places.clear()
+  }
+}
