@@ -147,6 +147,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       policy: config.IMAGE_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       clock,
       observer: metrics.imageProbes,
+      onRefusedHost: (detail) => app.log.info({ detail }, 'image host refused'),
     })
     app.addHook('onClose', () => prober.close())
     metrics.watchImageWork(() => prober.work())

@@ -205,7 +205,7 @@ describe('image prober: not fetchable → image-unavailable', () => {
 
   test('a host that does not resolve', async () => {
     const noDns = prober({ resolve: async () => Promise.reject(new Error('ENOTFOUND')) })
-    assertFailure(await noDns.probe('http://images.invalid/a.png'), 'image-unavailable', /could not be resolved/)
+    assertFailure(await noDns.probe('http://images.invalid/a.png'), 'image-unavailable', /^images\.invalid does not resolve to a public address/)
   })
 })
 
@@ -221,17 +221,32 @@ describe('image prober: no way into our network (SSRF)', () => {
   /** Public addresses plus 127.0.0.1 only: the fixture server is reachable, 127.0.0.2 stands for the inside. */
   const onlyFixture: AddressPolicy = (address) => address === '127.0.0.1' || publicAddressesOnly(address)
 
+  test('probing for internal names: one that resolves privately reads to the caller as one that does not resolve; only the log tells them apart', async () => {
+    const logged: string[] = []
+    const probe = prober({
+      policy: publicAddressesOnly,
+      resolve: async (host) => (host === 'billing.internal' ? ['10.0.0.5'] : Promise.reject(new Error('ENOTFOUND'))),
+      onRefusedHost: (detail) => logged.push(detail),
+    })
+    const internal = await probe.probe('http://billing.internal/a.png')
+    const missing = await probe.probe('http://nothing.internal/a.png')
+    assert.ok(!internal.ok && !missing.ok)
+    assert.equal(internal.detail.replace('billing', 'X'), missing.detail.replace('nothing', 'X'))
+    assert.equal(logged.length, 2)
+    assert.notEqual(logged[0]?.replace('billing', 'X'), logged[1]?.replace('nothing', 'X'))
+  })
+
   test('with the default policy, a loopback URL is refused and the server records no request', async () => {
     const since = server.requests.length
     const result = await prober({ policy: publicAddressesOnly }).probe(server.url('/tiny.png'))
-    assertFailure(result, 'image-unavailable', /not a public address/)
+    assertFailure(result, 'image-unavailable', /does not resolve to a public address/)
     assert.equal(server.requests.length, since)
   })
 
   test('with the default policy, "localhost" (resolved by the system) is refused before connecting', async () => {
     const since = server.requests.length
     const url = server.url('/tiny.png').replace('127.0.0.1', 'localhost')
-    assertFailure(await prober({ policy: publicAddressesOnly }).probe(url), 'image-unavailable', /not a public address/)
+    assertFailure(await prober({ policy: publicAddressesOnly }).probe(url), 'image-unavailable', /does not resolve to a public address/)
     assert.equal(server.requests.length, since)
   })
 
@@ -240,7 +255,7 @@ describe('image prober: no way into our network (SSRF)', () => {
     const since = server.requests.length
     for (const host of ['2130706433', '0x7f000001', '0177.0.0.1', '127.1', '[::ffff:127.0.0.1]', '[::1]', '0.0.0.0', '[::]']) {
       const result = await prober({ policy: publicAddressesOnly }).probe(`http://${host}:${port}/tiny.png`)
-      assertFailure(result, 'image-unavailable', /not a public address/)
+      assertFailure(result, 'image-unavailable', /does not resolve to a public address/)
     }
     assert.equal(server.requests.length, since)
   })
@@ -248,14 +263,14 @@ describe('image prober: no way into our network (SSRF)', () => {
   test('a redirect to a forbidden address is refused, and that address is never contacted', async () => {
     const target = other.url('/tiny.png')
     const result = await prober({ policy: onlyFixture }).probe(server.url(`/to?url=${encodeURIComponent(target)}`))
-    assertFailure(result, 'image-unavailable', /not a public address/)
+    assertFailure(result, 'image-unavailable', /does not resolve to a public address/)
     assert.equal(other.requests.length, 0)
   })
 
   test('a name resolving to a forbidden address (DNS rebinding) is refused at connect time, never contacted', async () => {
     const port = new URL(other.baseUrl).port
     const rebinding = prober({ policy: onlyFixture, resolve: async () => ['127.0.0.2'] })
-    assertFailure(await rebinding.probe(`http://rebind.test:${port}/tiny.png`), 'image-unavailable', /not a public address/)
+    assertFailure(await rebinding.probe(`http://rebind.test:${port}/tiny.png`), 'image-unavailable', /does not resolve to a public address/)
     assert.equal(other.requests.length, 0)
   })
 

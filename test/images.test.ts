@@ -136,7 +136,7 @@ await describeEachDialect(
         response.body.errors.map((e: { pointer: string }) => e.pointer),
         ['/brand/imageUrl', '/items/0/imageUrl'],
       )
-      assert.match(response.body.errors[0].detail, /not a public address/)
+      assert.match(response.body.errors[0].detail, /does not resolve to a public address/)
       assert.equal(requestCount(), before)
     })
 

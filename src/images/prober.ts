@@ -3,7 +3,7 @@ import { systemClock, type Clock } from '../clock.js'
 import { Problem } from '../errors.js'
 import type { AddressPolicy } from './address-policy.js'
 import type { ImageCheck, ImageRef } from './check.js'
-import { describeConnectionError, findCause, ForbiddenAddressError, guardedConnector, systemResolver, type Resolver } from './guarded-connector.js'
+import { describeConnectionError, guardedConnector, refusedHostDetail, systemResolver, type Resolver } from './guarded-connector.js'
 import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type ImageFormat } from './sniff.js'
 import { FairSlots } from './fair-slots.js'
 import { ProviderBacklog } from './provider-backlog.js'
@@ -54,6 +54,8 @@ export interface ImageProberOptions {
   /** Images one provider's creates may wait on at once (IMAGE_QUEUE_PER_PROVIDER); none: no bound. */
   queuePerProvider?: number
   observer?: ProbeObserver
+  /** Told, for the service's log, which way a host was refused (what the caller is not told). */
+  onRefusedHost?: (detail: string) => void
 }
 
 const MAX_REDIRECTS = 3
@@ -129,8 +131,9 @@ function contentRangeTotal(value: string | undefined): number | undefined {
  * provider's backlog is bounded (provider-backlog.ts), and no fetch outlives every request waiting for it.
  */
 export class ImageProber {
-  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer' | 'queuePerProvider'>>
+  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer' | 'queuePerProvider' | 'onRefusedHost'>>
   readonly #observer: ProbeObserver | undefined
+  readonly #onRefusedHost: ((detail: string) => void) | undefined
   readonly #agent: Agent
   readonly #processSlots: FairSlots
   readonly #backlog: ProviderBacklog
@@ -154,6 +157,7 @@ export class ImageProber {
     this.#processSlots = new FairSlots({ slots: this.#options.processConcurrency })
     this.#backlog = new ProviderBacklog(options.queuePerProvider ?? Infinity)
     this.#observer = options.observer
+    this.#onRefusedHost = options.onRefusedHost
   }
 
   /**
@@ -442,8 +446,12 @@ export class ImageProber {
 
   #describeFetchError(error: unknown, timedOut: boolean): string {
     if (timedOut) return `no complete answer within ${this.#options.timeoutMs} ms`
-    const forbidden = findCause(error, ForbiddenAddressError)
-    if (forbidden) return `${forbidden.host} is not a public address; images must be on the public internet`
+    const refused = refusedHostDetail(error)
+    if (refused !== undefined) {
+      // The caller reads the same for a host that resolves privately and one that does not resolve at all.
+      this.#onRefusedHost?.(refused)
+      return `${describeConnectionError(error)}; images must be on the public internet`
+    }
     return describeConnectionError(error) ?? 'the image could not be fetched'
   }
 }
