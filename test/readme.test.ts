@@ -40,8 +40,8 @@ function prose(markdown: string): string {
 function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>()
   const result = new Set<string>()
-  for (const [, heading] of prose(markdown).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
-    const base = heading
+  for (const match of prose(markdown).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
+    const base = (match[1] ?? '')
       .replace(/`/g, '')
       .toLowerCase()
       .replace(/[^\p{L}\p{N}\s_-]/gu, '')
@@ -57,9 +57,10 @@ test('every relative link in README.md and docs/ points to a file that exists (a
   const broken: string[] = []
   for (const file of documents()) {
     const text = readFileSync(join(ROOT, file), 'utf8')
-    for (const [, target] of prose(text).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+    for (const match of prose(text).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+      const target = match[1] ?? ''
       if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue // https:, mailto:
-      const [path, anchor] = target.split('#', 2)
+      const [path = '', anchor] = target.split('#', 2)
       const absolute = path === '' ? join(ROOT, file) : resolve(ROOT, dirname(file), decodeURIComponent(path))
       if (!absolute.startsWith(ROOT) || !existsSync(absolute)) {
         broken.push(`${file}: ${target} (no such file)`)
