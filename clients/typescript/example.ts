@@ -46,6 +46,9 @@ const created = await unwrap(
     },
   }),
 ).catch((error: unknown) => {
+  if (error instanceof ProblemError && (error.status === 401 || error.status === 403)) {
+    fail(`TOKEN is not a provider token the service accepts (${error.message})`)
+  }
   if (error instanceof ProblemError && error.problem.type === '/problems/image-unavailable') {
     const why = error.problem.errors?.[0]?.detail ?? error.problem.detail
     fail(
