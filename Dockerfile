@@ -41,5 +41,5 @@ EXPOSE 3000
 # orchestrator restart every healthy instance.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Node is PID 1 and handles SIGTERM itself: it drains in-flight requests and exits 0 (contract §8).
+# Node is PID 1 and handles SIGTERM itself: it drains in-flight requests and exits 0 within 10 s (docs/operations.md, "Shutdown and drain").
 CMD ["node", "dist/cli/main.js", "serve"]

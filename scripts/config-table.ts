@@ -2,11 +2,12 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { ConfigSchema } from '../src/config.js'
 
 /**
- * The README's table of environment variables, written from the one config schema so it never drifts from what
- * the service accepts. `npm run docs:config` rewrites it in place; test/readme.test.ts fails when it is stale.
+ * The table of environment variables in docs/operations.md, written from the one config schema so it never drifts
+ * from what the service accepts. `npm run docs:config` rewrites it in place; test/readme.test.ts fails when it is
+ * stale.
  */
 
-export const README = new URL('../README.md', import.meta.url)
+export const OPERATIONS = new URL('../docs/operations.md', import.meta.url)
 const START = '<!-- config-table:start (npm run docs:config writes this table from src/config.ts) -->'
 const END = '<!-- config-table:end -->'
 
@@ -20,14 +21,14 @@ export function configTable(): string {
   return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n')
 }
 
-/** The README with its table replaced by the one the schema gives. */
-export function withConfigTable(readme: string): string {
-  const start = readme.indexOf(START)
-  const end = readme.indexOf(END)
-  if (start < 0 || end < start) throw new Error(`README.md has no ${START} … ${END} block`)
-  return `${readme.slice(0, start + START.length)}\n${configTable()}\n${readme.slice(end)}`
+/** The document with its table replaced by the one the schema gives. */
+export function withConfigTable(text: string): string {
+  const start = text.indexOf(START)
+  const end = text.indexOf(END)
+  if (start < 0 || end < start) throw new Error(`docs/operations.md has no ${START} … ${END} block`)
+  return `${text.slice(0, start + START.length)}\n${configTable()}\n${text.slice(end)}`
 }
 
 if (process.argv[1] === new URL(import.meta.url).pathname) {
-  writeFileSync(README, withConfigTable(readFileSync(README, 'utf8')))
+  writeFileSync(OPERATIONS, withConfigTable(readFileSync(OPERATIONS, 'utf8')))
 }

@@ -9,7 +9,7 @@
 #   BUILD_NETWORK=host            when RUN steps cannot reach the package mirrors through Podman's default network
 #   HOST_CA_FILE=<pem>            CA bundle npm must trust inside the build (default: $NODE_EXTRA_CA_CERTS, if set)
 #
-# Machine notes (see README, "Running in production"): the base image cannot be pulled here, so
+# Machine notes (see docs/operations.md, "Container image"): the base image cannot be pulled here, so
 # scripts/container-base.sh builds a stand-in when it is missing; crun fails on this machine's hybrid cgroups, so
 # the runtime is runc; runc refuses Podman's default open-files and process limits, above this machine's hard
 # limits, so every container gets explicit ulimits.
@@ -65,7 +65,7 @@ wait_healthy() { # <port> <container>: up to 60 s for GET /healthz → 200
 }
 
 # Stops a container the way an orchestrator does (the image's stop signal, SIGTERM as the Dockerfile sets none;
-# SIGKILL after 15 s, compose.yaml's stop_grace_period) and checks contract §8: exit code 0 within 10 s.
+# SIGKILL after 15 s, compose.yaml's stop_grace_period) and checks the drain (docs/operations.md): exit code 0 within 10 s.
 check_sigterm() { # <container> <label>
   local name=$1 label=$2 t0 secs code
   t0=$(now)

@@ -2,8 +2,8 @@ import { Type, type Static, type TSchema } from 'typebox'
 import { Ajv } from 'ajv'
 
 /**
- * The one description of the service's configuration (contract §2): it validates the environment, gives the
- * typed `Config`, and is the source the README's variable table is written from.
+ * The one description of the service's configuration: it validates the environment, gives the typed `Config`,
+ * and is the source of the variable table in docs/operations.md (npm run docs:config).
  */
 export const ConfigSchema = Type.Object(
   {

@@ -3,15 +3,34 @@
  *
  *   TOKEN=lst_… npx tsx clients/typescript/example.ts
  *
- * BASE_URL (default http://127.0.0.1:3000) and IMAGE_URL (an image the service can fetch) may be set too.
+ * TOKEN    required: a provider's token (npm start prints the demo provider's on its first start).
+ * BASE_URL where the service is; default http://127.0.0.1:3000.
+ * IMAGE_URL an image the service can fetch; default http://127.0.0.1:8001/tiny.png, which
+ *          `node scripts/demo-server.mjs` serves. The service refuses loopback images unless it runs with
+ *          IMAGE_ALLOW_PRIVATE_NETWORKS=true (for the demo only). docs/api.md#the-typescript-client says more.
  */
 import { createListingClient, ProblemError, unwrap } from './index.js'
 
-const client = createListingClient({
-  baseUrl: process.env.BASE_URL ?? 'http://127.0.0.1:3000',
-  token: process.env.TOKEN,
-})
-const imageUrl = process.env.IMAGE_URL ?? 'https://www.w3.org/Icons/w3c_home.png'
+function fail(message: string): never {
+  console.error(`example.ts: ${message}`)
+  process.exit(2)
+}
+
+const token = process.env.TOKEN
+if (!token) fail('set TOKEN to a provider token (lst_…), e.g. TOKEN=lst_… npx tsx clients/typescript/example.ts')
+const baseUrl = process.env.BASE_URL || 'http://127.0.0.1:3000'
+const imageUrl = process.env.IMAGE_URL || 'http://127.0.0.1:8001/tiny.png'
+try {
+  new URL(baseUrl)
+  new URL(imageUrl)
+} catch {
+  fail(`BASE_URL (${baseUrl}) and IMAGE_URL (${imageUrl}) must be absolute URLs`)
+}
+
+const client = createListingClient({ baseUrl, token })
+
+// Fails early with a plain message when nothing answers at BASE_URL, instead of a fetch stack trace.
+await fetch(new URL('/healthz', baseUrl)).catch(() => fail(`nothing answers at ${baseUrl}: start the service (npm start) or set BASE_URL`))
 
 const created = await unwrap(
   client.POST('/api/v1/listing/create', {
@@ -26,7 +45,19 @@ const created = await unwrap(
       ],
     },
   }),
-)
+).catch((error: unknown) => {
+  if (error instanceof ProblemError && (error.status === 401 || error.status === 403)) {
+    fail(`TOKEN is not a provider token the service accepts (${error.message})`)
+  }
+  if (error instanceof ProblemError && error.problem.type === '/problems/image-unavailable') {
+    const why = error.problem.errors?.[0]?.detail ?? error.problem.detail
+    fail(
+      `the service could not fetch IMAGE_URL (${imageUrl}): ${why}. Offline, run node scripts/demo-server.mjs ` +
+        'and start the service with IMAGE_ALLOW_PRIVATE_NETWORKS=true (for the demo only).',
+    )
+  }
+  throw error
+})
 const listingId = created.listingId
 console.log('created', listingId, 'expires at', created.expiresAtUnix)
 
@@ -50,5 +81,12 @@ try {
 const withdrawn = await unwrap(client.POST('/api/v1/listing/{listingId}/withdraw', { params: { path: { listingId } } }))
 console.log('withdrawn: version', withdrawn.version, 'status', withdrawn.status)
 
-const events = await unwrap(client.GET('/api/v1/events', { params: { query: { limit: 50 } } }))
-console.log('events:', events.data.filter((event) => event.data.id === listingId).map((event) => event.type).join(', '))
+// The feed, oldest first, a page at a time: follow nextCursor until it is null (nothing newer yet).
+const types: string[] = []
+for (let after: string | undefined; ; ) {
+  const page = await unwrap(client.GET('/api/v1/events', { params: { query: { limit: 100, ...(after ? { after } : {}) } } }))
+  types.push(...page.data.filter((event) => event.data.id === listingId).map((event) => event.type))
+  if (page.nextCursor === null) break
+  after = page.nextCursor
+}
+console.log('events:', types.join(', '))
