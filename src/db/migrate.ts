@@ -9,6 +9,7 @@ import * as webhooks from '../migrations/2026-11-24-webhooks.js'
 import * as discovery from '../migrations/2026-11-24-discovery.js'
 import * as claimsByEndpoint from '../migrations/2026-11-24-claims-by-endpoint.js'
 import * as discoveryCells from '../migrations/2026-11-24-discovery-cells.js'
+import * as consoleSessions from '../migrations/2026-11-25-console-sessions.js'
 
 interface Migration {
   name: string
@@ -26,6 +27,7 @@ export const migrations: readonly Migration[] = [
   { name: '2026-11-24-discovery', up: discovery.up },
   { name: '2026-11-24-claims-by-endpoint', up: claimsByEndpoint.up },
   { name: '2026-11-24-discovery-cells', up: discoveryCells.up },
+  { name: '2026-11-25-console-sessions', up: consoleSessions.up },
 ]
 
 /**
