@@ -109,6 +109,8 @@ export function validate(schema: Schema, value: unknown, pointer = '', issues: I
       if (object[name] === undefined) report('required', undefined, `${pointer}/${escape(name)}`)
     }
     for (const [name, child] of Object.entries(object)) {
+      // An undefined value is an absent one: JSON.stringify leaves it out of the body sent.
+      if (child === undefined) continue
       const property = schema.properties?.[name]
       if (property) validate(property, child, `${pointer}/${escape(name)}`, issues)
       else if (schema.additionalProperties === false) report('additionalProperties', undefined, `${pointer}/${escape(name)}`)
