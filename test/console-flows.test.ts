@@ -218,7 +218,8 @@ if (browserAvailable()) {
       assert.deepEqual(await page.evaluate('Object.keys(localStorage)'), ['console.language'])
       await page.getByRole('link', { name: 'العروض', exact: true }).click()
       await page.getByRole('heading', { level: 1, name: 'العروض' }).waitFor()
-      assert.equal(await page.getByRole('link', { name: /console-/ }).count(), 1)
+      await page.getByRole('link', { name: /console-/ }).waitFor()
+      assert.equal(await page.locator('.listings li').count(), 2)
       assert.deepEqual(problems, [])
     })
 
