@@ -119,7 +119,7 @@ if (browserAvailable()) {
       await page.getByLabel('API token').focus()
       await page.keyboard.type(provider.token)
       await page.keyboard.press('Enter')
-      await page.getByRole('heading', { level: 1, name: 'Listings' }).waitFor()
+      await page.getByRole('heading', { level: 1, name: 'Listings', exact: true }).waitFor()
       await page.goto(`${service.baseUrl}/console/new`)
       await page.getByRole('heading', { level: 1, name: 'New listing' }).waitFor()
       // Prefilled from the previous listing; typed over below like everything else.

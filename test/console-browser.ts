@@ -116,7 +116,7 @@ export async function signInWithToken(page: Page, baseUrl: string, token: string
   await page.goto(`${baseUrl}/console`)
   await page.getByLabel('API token').fill(token)
   await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.getByRole('heading', { level: 1, name: 'Listings' }).waitFor()
+  await page.getByRole('heading', { level: 1, name: 'Listings', exact: true }).waitFor()
 }
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')

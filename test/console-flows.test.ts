@@ -86,7 +86,7 @@ if (browserAvailable()) {
         await page.getByLabel('API token').fill(token)
         await page.getByRole('button', { name: 'Sign in' }).click()
         await page.getByRole('alert').filter({ hasText: 'does not work' }).waitFor()
-        assert.equal(await page.getByRole('heading', { name: 'Listings' }).count(), 0)
+        assert.equal(await page.getByRole('heading', { name: 'Listings', exact: true }).count(), 0)
         assert.equal((await context.cookies()).filter((c) => c.name === 'console_session').length, 0)
       }
       assert.deepEqual(problems, [])
@@ -100,7 +100,7 @@ if (browserAvailable()) {
       )
       const first = await watchedPage(await newContext(PHONE))
       await first.page.goto(url)
-      await first.page.getByRole('heading', { level: 1, name: 'Listings' }).waitFor()
+      await first.page.getByRole('heading', { level: 1, name: 'Listings', exact: true }).waitFor()
       assert.equal(new URL(first.page.url()).hash, '', 'the code left the address bar')
       assert.match(await first.page.locator('header').innerText(), /Link Bakery/)
 
