@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs'
-import { DESKTOP, launchBrowser, PHONE, startConsoleService } from '../test/console-browser.js'
+import { DESKTOP, goodImage, launchBrowser, PHONE, startConsoleService } from '../test/console-browser.js'
 
 /**
  * `npm run console:screenshots`: the README's pictures of the console (docs/console/), taken from a real service
@@ -22,11 +22,9 @@ try {
     price,
     quantity,
   })
-  const brand = (ar: string, en: string) => ({ displayName: { ar, en }, urlSafeName: en.toLowerCase().replace(/\W+/g, '-'), imageUrl: '' })
-  const make = (referenceId: string, names: [string, string], items: unknown[], discountRate: number) => {
-    const body = { referenceId, brand: brand(...names), items, listingDetails: { discountRate, type: 'timed', isAssignedToDriver: true } }
-    return service.createListing(provider.token, { ...body, brand: { ...body.brand, imageUrl: undefined } })
-  }
+  const brand = (ar: string, en: string) => ({ displayName: { ar, en }, urlSafeName: en.toLowerCase().replace(/\W+/g, '-'), imageUrl: goodImage() })
+  const make = (referenceId: string, names: [string, string], items: unknown[], discountRate: number) =>
+    service.createListing(provider.token, { referenceId, brand: brand(...names), items, listingDetails: { discountRate, type: 'timed', isAssignedToDriver: true } })
   const token = { authorization: `Bearer ${provider.token}` }
   const withdrawn = await make('evening-bread', ['مخبز المساء', 'Evening Bread'], [item('خبز بر', 'Brown bread', 4, 10)], 0.3)
   await fetch(`${service.baseUrl}/api/v1/listing/${withdrawn}/withdraw`, { method: 'POST', headers: token })

@@ -214,6 +214,18 @@ for (const dialect of await testDialects()) {
       assert.equal(page.headers['cache-control'], 'no-cache', 'the page itself is revalidated, so a new build is picked up')
     })
 
+    test('the first load is at most 100 KB of compressed JavaScript and CSS', async () => {
+      const page = await inject({ method: 'GET', url: '/console' })
+      const assets = [...page.body.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1] as string)
+      assert.equal(assets.length, 2)
+      let total = 0
+      for (const encoding of ['br', 'gzip']) {
+        total = 0
+        for (const url of assets) total += (await inject({ method: 'GET', url, headers: { 'accept-encoding': encoding } })).rawPayload.length
+        assert.ok(total <= 100 * 1024, `${total} bytes of ${encoding}`)
+      }
+    })
+
     test('the page follows Accept-Language on a first visit', async () => {
       const arabic = await inject({ method: 'GET', url: '/console', headers: { 'accept-language': 'ar-SA,ar;q=0.9,en;q=0.8' } })
       assert.match(arabic.body, /<html lang="ar" dir="rtl">/)
