@@ -78,7 +78,7 @@ if (browserAvailable()) {
           await page.locator('.listings li').first().waitFor()
           await check(page, at('listings'), viewport.width)
 
-          await page.getByRole('navigation').getByRole('link', { name: t.newListing }).click()
+          await page.getByRole('link', { name: t.newListing }).click()
           await h1(t.newListing)
           await check(page, at('new listing'), viewport.width)
           await page.getByRole('button', { name: t.publish }).click()

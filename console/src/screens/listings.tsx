@@ -27,12 +27,7 @@ export function Listings({ page }: { page: number }) {
   const go = (to: number) => navigate(to === 1 ? '/console' : `/console?page=${to}`)
   return (
     <section>
-      <div class="heading-row">
-        <Heading>{t.listings}</Heading>
-        <Link href="/console/new" class="button primary">
-          {t.newListing}
-        </Link>
-      </div>
+      <Heading>{t.listings}</Heading>
       {failed && (
         <p class="alert" role="alert">
           {failed}
