@@ -51,7 +51,8 @@ function Deliveries({ webhookId }: { webhookId: string }) {
   if (!page) return <p class="loading">{t.loading}</p>
   if (page.data.length === 0) return <p>{t.noDeliveries}</p>
   return (
-    <div class="table-scroll">
+    // Focusable and named, so a keyboard can scroll it sideways on a phone.
+    <div class="table-scroll" tabIndex={0} role="region" aria-label={t.deliveries}>
       <table>
         <thead>
           <tr>
