@@ -19,7 +19,7 @@ import { startReceiver, type Receiver } from './webhook-receiver.js'
 type Language = 'en' | 'ar'
 
 if (browserAvailable()) {
-  describe('console accessibility', { timeout: 300_000 }, () => {
+  describe('console accessibility', { timeout: 600_000 }, () => {
     let service: ConsoleService
     let browser: Browser
     let receiver: Receiver

@@ -31,7 +31,7 @@ async function descriptionOf(page: Page, selector: string): Promise<string> {
 const field = (pointer: string) => `[name="${pointer}"]`
 
 if (browserAvailable()) {
-  describe('the console in a browser', { timeout: 240_000 }, () => {
+  describe('the console in a browser', { timeout: 600_000 }, () => {
     let service: ConsoleService
     let browser: Browser
     const contexts: BrowserContext[] = []
