@@ -96,7 +96,7 @@ export const ConfigSchema = Type.Object(
     }),
     PUBLIC_BASE_URL: Type.Optional(
       Type.String({
-        pattern: '^https?://[^/?#]+$',
+        pattern: '^https?://[^/?#]+/?$',
         description:
           'the address browsers reach the service at (`https://listings.example.com`, no path), used in the console ' +
           'sign-in links `console-link` prints; unset: `http://HOST:PORT`',

@@ -49,6 +49,8 @@ export interface ConsoleService {
   databaseUrl: string
   cli(...args: string[]): Promise<any>
   newProvider(name?: string): Promise<{ id: string; token: string; tokenId: string }>
+  /** `console-link --provider <id>` with PUBLIC_BASE_URL set to this service: the printed `{ url, expiresAt }`. */
+  consoleLink(providerId: string): Promise<{ url: string; expiresAt: string }>
   /** A listing made through the API with the provider's token, as an integrator would; returns its id. */
   createListing(token: string, overrides?: Record<string, unknown>, itemCount?: number): Promise<string>
   close(): Promise<void>
@@ -58,7 +60,7 @@ export async function startConsoleService(env: Record<string, string> = {}): Pro
   const database: TestDatabase = await createTestDatabase('sqlite')
   const server = await startServer({ DATABASE_URL: database.url, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', ...env })
   const cli = async (...args: string[]) => {
-    const result = await runCli(args, { DATABASE_URL: database.url, LOG_LEVEL: 'silent' })
+    const result = await runCli(args, { DATABASE_URL: database.url, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: server.baseUrl })
     if (result.code !== 0) throw new Error(`listing-service ${args.join(' ')} exited ${result.code}: ${result.stderr}`)
     return JSON.parse(result.stdout)
   }
@@ -73,6 +75,7 @@ export async function startConsoleService(env: Record<string, string> = {}): Pro
       const provider = await cli('provider', 'create', '--name', name ?? `Bakery ${count}`, '--industry', 'bakery')
       return { id: provider.id, token: provider.token, tokenId: provider.tokenId }
     },
+    consoleLink: (providerId) => cli('console-link', '--provider', providerId),
     async createListing(token, overrides = {}, itemCount = 1) {
       const response = await fetch(`${server.baseUrl}/api/v1/listing/create`, {
         method: 'POST',

@@ -94,10 +94,8 @@ if (browserAvailable()) {
 
     test('a sign-in link signs in once; a second use shows the sign-in page with an alert', async () => {
       const provider = await service.newProvider('Link Bakery')
-      const { url } = await service.cli('console-link', '--provider', provider.id).then(async () =>
-        // PUBLIC_BASE_URL points the link at this test's service.
-        JSON.parse((await import('./process.js').then((p) => p.runCli(['console-link', '--provider', provider.id], { DATABASE_URL: service.databaseUrl, PUBLIC_BASE_URL: service.baseUrl, LOG_LEVEL: 'silent' }))).stdout),
-      )
+      const { url } = await service.consoleLink(provider.id)
+      assert.ok(url.startsWith(`${service.baseUrl}/console/`), url)
       const first = await watchedPage(await newContext(PHONE))
       await first.page.goto(url)
       await first.page.getByRole('heading', { level: 1, name: 'Listings', exact: true }).waitFor()

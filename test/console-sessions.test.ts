@@ -247,7 +247,7 @@ describe('listing-service console-link', { timeout: 60_000 }, () => {
     try {
       const provider = await service.newProvider()
       const env = { DATABASE_URL: service.databaseUrl, LOG_LEVEL: 'silent' }
-      const withBase = await runCli(['console-link', '--provider', provider.id], { ...env, PUBLIC_BASE_URL: 'https://listings.example.com' })
+      const withBase = await runCli(['console-link', '--provider', provider.id], { ...env, PUBLIC_BASE_URL: 'https://listings.example.com/' })
       assert.equal(withBase.code, 0, withBase.stderr)
       const printed = JSON.parse(withBase.stdout)
       assert.deepEqual(Object.keys(printed).sort(), ['expiresAt', 'url'])

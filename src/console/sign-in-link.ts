@@ -4,7 +4,7 @@ import { ConsoleSessions } from './sessions.js'
 
 /** Where browsers reach the service: PUBLIC_BASE_URL, else http://HOST:PORT (a wildcard bind as loopback). */
 export function publicBaseUrl(config: Pick<Config, 'PUBLIC_BASE_URL' | 'HOST' | 'PORT'>): string {
-  if (config.PUBLIC_BASE_URL !== undefined) return config.PUBLIC_BASE_URL
+  if (config.PUBLIC_BASE_URL !== undefined) return config.PUBLIC_BASE_URL.replace(/\/$/, '')
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST
   return `http://${host}:${config.PORT}`
 }
