@@ -96,6 +96,8 @@ export async function startConsoleService(env: Record<string, string> = {}): Pro
 /** An image URL the service can fetch (the fixture server), and one it cannot (a 404 there). */
 export const goodImage = () => fixtureImages.url('/img/console.png')
 export const missingImage = () => fixtureImages.url('/status/404')
+/** Text served under an image's name: the service answers 415, naming the field. */
+export const notAnImage = () => fixtureImages.url('/text/menu.png')
 
 export interface Watched {
   page: Page

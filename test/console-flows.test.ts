@@ -7,6 +7,7 @@ import {
   goodImage,
   launchBrowser,
   missingImage,
+  notAnImage,
   PHONE,
   signInWithToken,
   startConsoleService,
@@ -142,6 +143,7 @@ if (browserAvailable()) {
       await fillItem(2, { ar: 'خبز', en: 'Bread', price: '3', quantity: '5' })
       await page.getByRole('button', { name: 'Add item' }).click()
       await fillItem(3, { ar: 'قهوة', en: 'Coffee', price: '19.99', quantity: '6' })
+      await page.getByRole('group', { name: 'Item 3', exact: true }).getByLabel('Image URL').fill(notAnImage())
       await page.getByRole('button', { name: 'Remove item 2' }).click()
       assert.equal(await page.getByRole('group', { name: /^Item \d+$/ }).count(), 2)
       assert.equal(await page.getByRole('group', { name: 'Item 2', exact: true }).getByLabel('Name (English)').inputValue(), 'Coffee')
@@ -153,15 +155,19 @@ if (browserAvailable()) {
       assert.match(await descriptionOf(page, field('/items/0/price')), /must be >= 1/)
       await page.locator(field('/items/0/price')).fill('7.5')
 
-      // The service's 400: the brand image cannot be fetched; its pointer lands on the field.
+      // The service's 400: the brand image cannot be fetched, and the second item's is not an image; each
+      // problem's pointer lands on its field.
       await page.getByRole('button', { name: 'Publish' }).click()
       await page.locator(`${field('/brand/imageUrl')}[aria-invalid="true"]`).waitFor()
       assert.match(await descriptionOf(page, field('/brand/imageUrl')), /\S/)
+      assert.equal(await page.locator(field('/items/1/imageUrl')).getAttribute('aria-invalid'), 'true')
+      assert.match(await descriptionOf(page, field('/items/1/imageUrl')), /\S/)
       assert.equal(await page.locator(field('/items/0/price')).getAttribute('aria-invalid'), null, 'the fixed field is no longer marked')
       assert.equal(await page.getByLabel('Brand name (Arabic)').inputValue(), 'مخبز النموذج', 'nothing typed is lost')
       assert.equal(await page.getByLabel('Reference').inputValue(), reference)
 
       await page.getByLabel('Brand image URL').fill(goodImage())
+      await page.locator(field('/items/1/imageUrl')).fill('')
       await page.getByRole('button', { name: 'Publish' }).click()
       await page.getByRole('heading', { level: 1, name: 'Form Bakery Ltd' }).waitFor()
       await page.getByText('Version 1').waitFor()
