@@ -219,7 +219,9 @@ export function ListingScreen({ listingId }: { listingId: string }) {
             )}
           </dl>
           {open && (
-            <Field name={DISCOUNT} label={t.discount} value={values[DISCOUNT] ?? ''} hint={t.discountHint} dir="ltr" inputMode="decimal" error={errors[DISCOUNT]} onValue={(v) => setValues({ ...values, [DISCOUNT]: v })} />
+            <div class="narrow">
+              <Field name={DISCOUNT} label={t.discount} value={values[DISCOUNT] ?? ''} hint={t.discountHint} dir="ltr" inputMode="decimal" error={errors[DISCOUNT]} onValue={(v) => setValues({ ...values, [DISCOUNT]: v })} />
+            </div>
           )}
         </div>
         <h2>{t.items}</h2>
