@@ -21,7 +21,7 @@ export function sessionCookieOf(request: FastifyRequest): string | undefined {
   return undefined
 }
 
-/** True when the request carries the anti-CSRF header (any value but empty is not enough: it must be "1"). */
+/** True when the request carries the anti-CSRF header, as the console sends it (`X-Console-Session: 1`). */
 export function hasCsrfProof(request: FastifyRequest): boolean {
   return request.headers[CSRF_HEADER] === '1'
 }
