@@ -318,7 +318,7 @@ if (browserAvailable()) {
       assert.deepEqual(problems, [])
     })
 
-    test('webhooks: add (secret shown once, with copy), deliveries, rotate, delete with confirmation', async () => {
+    test('webhooks: add (secret shown once, with copy), deliveries, rotate, enable, delete with confirmation', async () => {
       const provider = await service.newProvider()
       const receiver = await startReceiver()
       try {
@@ -360,6 +360,20 @@ if (browserAvailable()) {
         assert.match(rotated, /^whsec_/)
         assert.notEqual(rotated, secret)
         await page.getByRole('button', { name: 'Done' }).click()
+
+        // A 410 Gone disables the endpoint at once; "Enable" turns it back on.
+        receiver.answer = () => 410
+        await service.createListing(provider.token)
+        for (let tries = 0; tries < 100; tries++) {
+          const endpoint = (await (await fetch(`${service.baseUrl}/api/v1/webhooks/${webhookId}`, { headers: { authorization: `Bearer ${provider.token}` } })).json()) as any
+          if (endpoint.status === 'disabled') break
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+        await page.reload()
+        await page.getByText('Disabled', { exact: true }).waitFor()
+        await page.getByRole('button', { name: 'Enable' }).click()
+        await page.getByText('Enabled', { exact: true }).waitFor()
+        assert.equal(await page.getByRole('button', { name: 'Enable' }).count(), 0)
 
         await page.getByRole('button', { name: 'Delete' }).click()
         await page.getByRole('dialog').getByRole('button', { name: 'Delete webhook' }).click()
