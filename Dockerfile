@@ -16,6 +16,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts && npm rebuild better-sqlite3
 COPY tsconfig.json ./
 COPY src ./src
+# The console's front end (console/) is bundled by the same build, with the typed API client it uses.
+COPY console ./console
+COPY clients ./clients
 # Pruning keeps the compiled addon; its sources and object files (25 MB) are not needed at run time.
 RUN npm run build \
  && npm prune --omit=dev \

@@ -32,6 +32,7 @@ import { authenticate } from './providers/authenticate.js'
 import { ProviderRepository } from './providers/repository.js'
 import { addressKey, limiterFromSettings } from './rate-limit/limiter.js'
 import { openWrites, type Writes } from './writes/writes.js'
+import { consolePlugin } from './console/plugin.js'
 
 export interface AppDependencies {
   config: Config
@@ -176,6 +177,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     app.addHook('onReady', limiter.ready)
     app.addHook('onClose', limiter.close)
   }
+  // Before the API: its cookie hook runs ahead of the API's authentication.
+  await app.register(consolePlugin, { database, clock })
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticate(providers, clock))

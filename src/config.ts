@@ -118,6 +118,14 @@ export const ConfigSchema = Type.Object(
       default: false,
       description: '`true` lets webhooks reach loopback/private addresses (development and tests only)',
     }),
+    PUBLIC_BASE_URL: Type.Optional(
+      Type.String({
+        pattern: '^https?://[^/?#]+/?$',
+        description:
+          'the address browsers reach the service at (`https://listings.example.com`, no path), used in the console ' +
+          'sign-in links `console-link` prints; unset: `http://HOST:PORT`',
+      }),
+    ),
     LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       default: 'info',
       description: 'pino level',

@@ -161,9 +161,10 @@ for (const dialect of await testDialects()) {
     const database = openDatabase(testDatabase.url)
     try {
       const db = database.kysely as Kysely<any>
-      const cellsAt = migrations.findIndex((m) => m.name === '2026-11-24-discovery-cells')
-      const last = migrations[cellsAt] as (typeof migrations)[number]
-      for (const migration of migrations.slice(0, cellsAt)) await migration.up(db, dialect)
+      // Found by name: later migrations follow it.
+      const at = migrations.findIndex((migration) => migration.name === '2026-11-24-discovery-cells')
+      const last = migrations[at] as (typeof migrations)[number]
+      for (const migration of migrations.slice(0, at)) await migration.up(db, dialect)
       const provider = await new ProviderRepository(database).create({ name: 'Before cells' }, Date.now())
       // More listings than the migration fills per statement, spread over the globe, poles and antimeridian too.
       const next = seededRandom(3)

@@ -5,6 +5,7 @@ import { openDatabase, type Database } from '../db/connection.js'
 import { migrate } from '../db/migrate.js'
 import { MarketplaceRepository } from '../providers/marketplaces.js'
 import { ProviderRepository } from '../providers/repository.js'
+import { signInLink } from '../console/sign-in-link.js'
 
 const HELP = `Usage: listing-service <command>
 
@@ -16,6 +17,7 @@ Commands:
   token create --provider <providerId>               issue another token for a provider
   token revoke <tokenId>                             revoke a token (a provider's or a marketplace's)
   marketplace create --name <name>                   create a marketplace (discovery client) and its token
+  console-link --provider <providerId>               a one-time console sign-in link (15 minutes)
 
 Every command reads DATABASE_URL (default sqlite:./data/listings.db) and prints JSON on stdout.
 `
@@ -95,6 +97,14 @@ async function run(argv: string[]): Promise<unknown> {
         return { id: tokenId, revoked: true }
       })
     }
+  }
+  if (group === 'console-link') {
+    const { values } = parse(argv.slice(1), { provider: { type: 'string' } }, 0)
+    const providerId = required(values.provider, '--provider')
+    return withDatabase(async (database) => {
+      if (!(await new ProviderRepository(database).exists(providerId))) throw new CommandError(`no provider with id ${providerId}`)
+      return signInLink(database, loadConfig(process.env), providerId, Date.now())
+    })
   }
   if (group === 'migrate' && argv.length === 1) {
     return withDatabase(async () => ({ migrated: true }))

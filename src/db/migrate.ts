@@ -10,6 +10,7 @@ import * as discovery from '../migrations/2026-11-24-discovery.js'
 import * as claimsByEndpoint from '../migrations/2026-11-24-claims-by-endpoint.js'
 import * as discoveryCells from '../migrations/2026-11-24-discovery-cells.js'
 import * as serviceKeys from '../migrations/2026-11-25-service-keys.js'
+import * as consoleSessions from '../migrations/2026-11-25-console-sessions.js'
 
 interface Migration {
   name: string
@@ -28,6 +29,7 @@ export const migrations: readonly Migration[] = [
   { name: '2026-11-24-claims-by-endpoint', up: claimsByEndpoint.up },
   { name: '2026-11-24-discovery-cells', up: discoveryCells.up },
   { name: '2026-11-25-service-keys', up: serviceKeys.up },
+  { name: '2026-11-25-console-sessions', up: consoleSessions.up },
 ]
 
 /**

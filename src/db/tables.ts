@@ -155,6 +155,27 @@ export interface ServiceKeysTable {
   secret: string
 }
 
+/** The provider console's signed-in browsers (src/console/sessions.ts). */
+export interface ConsoleSessionsTable {
+  /** SHA-256 of the session cookie's value. */
+  id_hash: string
+  provider_id: string
+  /** The token it was opened with; null when opened by a sign-in link. */
+  token_id: string | null
+  created_at_ms: number
+  last_seen_ms: number
+}
+
+/** One-time sign-in links (`listing-service console-link`). */
+export interface ConsoleLinksTable {
+  /** SHA-256 of the link's code. */
+  code_hash: string
+  provider_id: string
+  created_at_ms: number
+  expires_at_ms: number
+  used_at_ms: number | null
+}
+
 export interface Tables {
   providers: ProvidersTable
   tokens: TokensTable
@@ -167,4 +188,6 @@ export interface Tables {
   marketplaces: MarketplacesTable
   marketplace_tokens: MarketplaceTokensTable
   service_keys: ServiceKeysTable
+  console_sessions: ConsoleSessionsTable
+  console_links: ConsoleLinksTable
 }

@@ -48,7 +48,7 @@ export function authenticate(providers: ProviderRepository, clock: Clock): onReq
   // Valid tokens only, keyed by hash: a token issued a moment ago works at once, and unknown tokens cannot
   // fill the cache. A busy client's requests then cost no database round trip for authentication.
   const valid = new TtlCache<Principal>(TOKEN_CACHE_ENTRIES, TOKEN_CACHE_TTL_MS)
-  return async (request) => {
+  async function principalOfBearer(request: FastifyRequest): Promise<Principal> {
     const header = request.headers.authorization
     if (header === undefined || header === '') {
       throw unauthorized('an Authorization: Bearer <token> header is required', false)
@@ -64,6 +64,11 @@ export function authenticate(providers: ProviderRepository, clock: Clock): onReq
       if (!principal) throw unauthorized('the token is unknown or has been revoked', true)
       valid.set(hash, principal, clock())
     }
+    return principal
+  }
+  return async (request) => {
+    // The console's session cookie (src/console/plugin.ts) may have authenticated the request already.
+    const principal = request.principal ?? (await principalOfBearer(request))
     request.principal = principal
     request.provider = principal.kind === 'provider' ? principal.provider : null
     const wanted = request.routeOptions.config?.principal ?? 'provider'

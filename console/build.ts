@@ -1,0 +1,71 @@
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { basename } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build, type Plugin } from 'esbuild'
+import { CreateListingBody, PatchListingBody } from '../src/listings/schemas.js'
+import { CreateWebhookBody } from '../src/webhooks/schemas.js'
+
+/**
+ * Builds the console (docs/design/console.md): one bundle of console/src into dist/console/assets, names
+ * fingerprinted by content, and manifest.json naming the entry files for the page (src/console/page.ts).
+ * Run by `npm run build`, so `npm install` does it.
+ */
+
+const OUT = fileURLToPath(new URL('../dist/console/assets/', import.meta.url))
+
+/** The API's own request schemas as plain JSON Schema, without the prose meant for the OpenAPI document. */
+function bare(schema: unknown): unknown {
+  return JSON.parse(JSON.stringify(schema), (key, value) => (key === 'description' || key === 'examples' ? undefined : value))
+}
+
+const schemas: Record<string, unknown> = {
+  'create-listing': bare(CreateListingBody),
+  'patch-listing': bare(PatchListingBody),
+  'create-webhook': bare(CreateWebhookBody),
+}
+
+/** `import schema from 'schema:create-listing'` in the console gives the server's schema, as built now. */
+const schemaModules: Plugin = {
+  name: 'schemas',
+  setup(builder) {
+    builder.onResolve({ filter: /^schema:/ }, (args) => ({ path: args.path.slice('schema:'.length), namespace: 'schema' }))
+    builder.onLoad({ filter: /.*/, namespace: 'schema' }, (args) => {
+      const schema = schemas[args.path]
+      if (schema === undefined) throw new Error(`no schema named ${args.path}`)
+      return { contents: JSON.stringify(schema), loader: 'json' }
+    })
+  },
+}
+
+export async function buildConsole(): Promise<{ script: string; style: string; files: string[] }> {
+  rmSync(OUT, { recursive: true, force: true })
+  mkdirSync(OUT, { recursive: true })
+  const result = await build({
+    entryPoints: { console: fileURLToPath(new URL('src/main.tsx', import.meta.url)) },
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    target: 'es2020',
+    jsx: 'automatic',
+    jsxImportSource: 'preact',
+    outdir: OUT,
+    entryNames: '[name]-[hash]',
+    assetNames: '[name]-[hash]',
+    metafile: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    plugins: [schemaModules],
+  })
+  const files = Object.keys(result.metafile.outputs).map((path) => basename(path))
+  const script = files.find((name) => name.endsWith('.js'))
+  const style = files.find((name) => name.endsWith('.css'))
+  if (!script || !style) throw new Error(`the console build made ${files.join(', ')}: no script or no style sheet`)
+  const manifest = { script, style, files }
+  writeFileSync(`${OUT}manifest.json`, `${JSON.stringify(manifest, null, 2)}\n`)
+  return manifest
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const manifest = await buildConsole()
+  console.log(`console: ${manifest.files.join(', ')} in ${OUT} (${readdirSync(OUT).length} files)`)
+}

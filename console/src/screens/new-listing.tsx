@@ -1,0 +1,376 @@
+import { useEffect, useRef, useState } from 'preact/hooks'
+import createListingSchema from 'schema:create-listing'
+import { api, type CreateListingBody, type Problem } from '../api'
+import type { Messages } from '../i18n'
+import { issueMessage } from '../messages-of'
+import { newReference, numberOf, rateOf, webNameOf } from '../form-values'
+import { navigate } from '../router'
+import { ErrorSummary, Field, fieldId, Heading, Select, useLocale } from '../ui'
+import { validate } from '../validate'
+
+const MAX_ITEMS = 100
+const CATEGORIES = ['product', 'service', 'tax'] as const
+const SUB_CATEGORIES = ['main_dish', 'side_dish', 'drink', 'delivery', 'vat'] as const
+const TYPES = ['timed', 'priority_timed'] as const
+
+interface ItemDraft {
+  key: number
+  nameAr: string
+  nameEn: string
+  webName: string
+  /** Once the web name is typed by hand, the English name stops suggesting it. */
+  webNameTyped: boolean
+  category: string
+  subCategory: string
+  price: string
+  quantity: string
+  imageUrl: string
+}
+
+interface Draft {
+  referenceId: string
+  latitude: string
+  longitude: string
+  brandAr: string
+  brandEn: string
+  brandWebName: string
+  brandWebNameTyped: boolean
+  brandImageUrl: string
+  discount: string
+  type: string
+  driver: boolean
+  items: ItemDraft[]
+}
+
+let nextKey = 1
+const newItem = (): ItemDraft => ({
+  key: nextKey++,
+  nameAr: '',
+  nameEn: '',
+  webName: '',
+  webNameTyped: false,
+  category: 'product',
+  subCategory: 'main_dish',
+  price: '',
+  quantity: '1',
+  imageUrl: '',
+})
+
+/** The create body the draft stands for; values that are not what the schema wants stay as typed, to be reported. */
+function bodyOf(draft: Draft): Record<string, unknown> {
+  const optional = (text: string) => (text.trim() === '' ? undefined : text)
+  return {
+    referenceId: draft.referenceId,
+    location: { latitude: numberOf(draft.latitude), longitude: numberOf(draft.longitude) },
+    brand: {
+      displayName: { ar: draft.brandAr, en: draft.brandEn },
+      urlSafeName: draft.brandWebName,
+      imageUrl: draft.brandImageUrl.trim(),
+    },
+    listingDetails: { discountRate: rateOf(draft.discount), type: draft.type, isAssignedToDriver: draft.driver },
+    items: draft.items.map((item) => ({
+      displayName: { ar: item.nameAr, en: item.nameEn },
+      urlSafeName: item.webName,
+      imageUrl: optional(item.imageUrl)?.trim(),
+      category: item.category,
+      subCategory: item.subCategory,
+      price: numberOf(item.price),
+      quantity: numberOf(item.quantity),
+    })),
+  }
+}
+
+/** The label a pointer's field has, for the error summary. */
+function labelOf(t: Messages, pointer: string): string {
+  const top: Record<string, string> = {
+    '/referenceId': t.reference,
+    '/location/latitude': t.latitude,
+    '/location/longitude': t.longitude,
+    '/brand/displayName/ar': t.brandNameAr,
+    '/brand/displayName/en': t.brandNameEn,
+    '/brand/urlSafeName': t.brandWebName,
+    '/brand/imageUrl': t.brandImageUrl,
+    '/listingDetails/discountRate': t.discount,
+    '/listingDetails/type': t.type,
+    '/listingDetails/isAssignedToDriver': t.deliveredByDriver,
+    '/items': t.items,
+  }
+  if (top[pointer]) return top[pointer] as string
+  const item = /^\/items\/(\d+)\/(.+)$/.exec(pointer)
+  if (item) {
+    const fields: Record<string, string> = {
+      'displayName/ar': t.nameAr,
+      'displayName/en': t.nameEn,
+      urlSafeName: t.webName,
+      category: t.category,
+      subCategory: t.subcategory,
+      price: t.price,
+      quantity: t.quantity,
+      imageUrl: t.imageUrl,
+    }
+    return `${t.item(Number(item[1]) + 1)} · ${fields[item[2] as string] ?? item[2]}`
+  }
+  return pointer
+}
+
+/** Pointers the form has a field for (others are shown in the summary only). */
+function hasField(pointer: string, items: number): boolean {
+  const item = /^\/items\/(\d+)\//.exec(pointer)
+  if (item) return Number(item[1]) < items && document.getElementById(fieldId(pointer)) !== null
+  return document.getElementById(fieldId(pointer)) !== null
+}
+
+type Errors = Record<string, string>
+
+export function NewListing() {
+  const { t } = useLocale()
+  const [draft, setDraft] = useState<Draft>(() => ({
+    referenceId: newReference(),
+    latitude: '',
+    longitude: '',
+    brandAr: '',
+    brandEn: '',
+    brandWebName: '',
+    brandWebNameTyped: false,
+    brandImageUrl: '',
+    discount: '',
+    type: 'timed',
+    driver: true,
+    items: [newItem()],
+  }))
+  const [errors, setErrors] = useState<Errors>({})
+  const [summary, setSummary] = useState<{ title: string; pointers: string[]; other?: string } | undefined>()
+  const [busy, setBusy] = useState(false)
+  const [locationNote, setLocationNote] = useState(false)
+  const focusItem = useRef<number | undefined>()
+
+  // Prefilled from the provider's previous listing: its brand image (and place), which rarely change.
+  useEffect(() => {
+    let live = true
+    void (async () => {
+      const { data: page } = await api.GET('/api/v1/listing', { params: { query: { page: 1, limit: 1 } } })
+      const latest = page?.content[0]
+      if (!latest || !live) return
+      const { data: listing } = await api.GET('/api/v1/listing/{listingId}', { params: { path: { listingId: latest.id } } })
+      if (!listing || !live) return
+      setDraft((d) => ({
+        ...d,
+        brandImageUrl: d.brandImageUrl || listing.brand.imageUrl,
+        latitude: d.latitude || String(listing.location.latitude),
+        longitude: d.longitude || String(listing.location.longitude),
+      }))
+    })()
+    return () => {
+      live = false
+    }
+  }, [])
+
+  useEffect(() => {
+    if (focusItem.current === undefined) return
+    document.getElementById(fieldId(`/items/${focusItem.current}/displayName/ar`))?.focus()
+    focusItem.current = undefined
+  })
+
+  const set = (change: Partial<Draft>) => setDraft((d) => ({ ...d, ...change }))
+  const setItem = (index: number, change: Partial<ItemDraft>) =>
+    setDraft((d) => ({ ...d, items: d.items.map((item, k) => (k === index ? { ...item, ...change } : item)) }))
+
+  const show = (found: Errors, other?: string) => {
+    setErrors(found)
+    setSummary({ title: other ? t.requestFailed : t.fixErrors(Object.keys(found).length), pointers: Object.keys(found), other })
+  }
+
+  const submit = async (event: Event) => {
+    event.preventDefault()
+    if (busy) return
+    const body = bodyOf(draft)
+    const issues = validate(createListingSchema, body)
+    if (issues.length > 0) {
+      const found: Errors = {}
+      for (const issue of issues) {
+        found[issue.pointer] = issue.pointer === '/listingDetails/discountRate' ? t.v_discount : issueMessage(t, issue)
+      }
+      show(found)
+      return
+    }
+    setBusy(true)
+    const { data, error } = await api.POST('/api/v1/listing/create', { body: body as CreateListingBody })
+    setBusy(false)
+    if (data) {
+      navigate(`/console/listings/${encodeURIComponent(data.listingId)}`)
+      return
+    }
+    const problem = error as Problem | undefined
+    const found: Errors = {}
+    for (const detail of problem?.errors ?? []) {
+      if (detail.pointer !== undefined) found[detail.pointer] ??= detail.detail
+    }
+    // A referenceId used before with another body: the field that decides it is the reference.
+    if (problem?.type === '/problems/conflict' && Object.keys(found).length === 0) found['/referenceId'] = problem.detail
+    if (Object.keys(found).length > 0) show(found)
+    else show({}, problem?.detail ?? t.v_other)
+  }
+
+  const err = (pointer: string) => errors[pointer]
+  const typeLabel: Record<string, string> = { timed: t.type_timed, priority_timed: t.type_priority_timed }
+
+  return (
+    <section>
+      <Heading>{t.newListing}</Heading>
+      {summary && (
+        <ErrorSummary
+          title={summary.title}
+          entries={
+            summary.other
+              ? [{ label: '', message: summary.other }]
+              : summary.pointers.map((pointer) => ({
+                  name: hasField(pointer, draft.items.length) ? pointer : undefined,
+                  label: labelOf(t, pointer),
+                  message: errors[pointer] as string,
+                }))
+          }
+        />
+      )}
+      <form noValidate onSubmit={submit} class="listing-form">
+        <div class="card grid">
+          <Field name="/referenceId" label={t.reference} value={draft.referenceId} dir="ltr" error={err('/referenceId')} onValue={(v) => set({ referenceId: v })} />
+          <Field name="/location/latitude" label={t.latitude} value={draft.latitude} dir="ltr" inputMode="decimal" error={err('/location/latitude')} onValue={(v) => set({ latitude: v })} />
+          <Field name="/location/longitude" label={t.longitude} value={draft.longitude} dir="ltr" inputMode="decimal" error={err('/location/longitude')} onValue={(v) => set({ longitude: v })} />
+          <div class="field">
+            <button
+              type="button"
+              onClick={() => {
+                setLocationNote(false)
+                if (!navigator.geolocation) return setLocationNote(true)
+                navigator.geolocation.getCurrentPosition(
+                  (position) => set({ latitude: String(position.coords.latitude), longitude: String(position.coords.longitude) }),
+                  () => setLocationNote(true),
+                )
+              }}
+            >
+              {t.useMyLocation}
+            </button>
+            {locationNote && <p class="hint" role="status">{t.locationUnavailable}</p>}
+          </div>
+          <Field name="/brand/displayName/ar" label={t.brandNameAr} value={draft.brandAr} dir="rtl" error={err('/brand/displayName/ar')} onValue={(v) => set({ brandAr: v })} />
+          <Field
+            name="/brand/displayName/en"
+            label={t.brandNameEn}
+            value={draft.brandEn}
+            dir="ltr"
+            error={err('/brand/displayName/en')}
+            onValue={(v) => set(draft.brandWebNameTyped ? { brandEn: v } : { brandEn: v, brandWebName: webNameOf(v) })}
+          />
+          <Field name="/brand/urlSafeName" label={t.brandWebName} value={draft.brandWebName} dir="ltr" error={err('/brand/urlSafeName')} onValue={(v) => set({ brandWebName: v, brandWebNameTyped: true })} />
+          <Field name="/brand/imageUrl" label={t.brandImageUrl} value={draft.brandImageUrl} type="url" dir="ltr" inputMode="url" error={err('/brand/imageUrl')} onValue={(v) => set({ brandImageUrl: v })} />
+          <Field
+            name="/listingDetails/discountRate"
+            label={t.discount}
+            value={draft.discount}
+            dir="ltr"
+            inputMode="decimal"
+            hint={t.discountHint}
+            error={err('/listingDetails/discountRate')}
+            onValue={(v) => set({ discount: v })}
+          />
+          <Select
+            name="/listingDetails/type"
+            label={t.type}
+            value={draft.type}
+            options={TYPES.map((value) => ({ value, label: typeLabel[value] as string }))}
+            error={err('/listingDetails/type')}
+            onValue={(v) => set({ type: v })}
+          />
+          <div class="field checkbox">
+            <input
+              id={fieldId('/listingDetails/isAssignedToDriver')}
+              name="/listingDetails/isAssignedToDriver"
+              type="checkbox"
+              checked={draft.driver}
+              onChange={(event) => set({ driver: (event.currentTarget as HTMLInputElement).checked })}
+            />
+            <label for={fieldId('/listingDetails/isAssignedToDriver')}>{t.deliveredByDriver}</label>
+          </div>
+        </div>
+
+        {draft.items.map((item, index) => {
+          const at = (field: string) => `/items/${index}/${field}`
+          return (
+            <fieldset class="card item grid" key={item.key}>
+              <legend>{t.item(index + 1)}</legend>
+              <Field name={at('displayName/ar')} label={t.nameAr} value={item.nameAr} dir="rtl" error={err(at('displayName/ar'))} onValue={(v) => setItem(index, { nameAr: v })} />
+              <Field
+                name={at('displayName/en')}
+                label={t.nameEn}
+                value={item.nameEn}
+                dir="ltr"
+                error={err(at('displayName/en'))}
+                onValue={(v) => setItem(index, item.webNameTyped ? { nameEn: v } : { nameEn: v, webName: webNameOf(v) })}
+              />
+              <Field name={at('urlSafeName')} label={t.webName} value={item.webName} dir="ltr" error={err(at('urlSafeName'))} onValue={(v) => setItem(index, { webName: v, webNameTyped: true })} />
+              <Select
+                name={at('category')}
+                label={t.category}
+                value={item.category}
+                options={CATEGORIES.map((value) => ({ value, label: t[`category_${value}`] }))}
+                error={err(at('category'))}
+                onValue={(v) => setItem(index, { category: v })}
+              />
+              <Select
+                name={at('subCategory')}
+                label={t.subcategory}
+                value={item.subCategory}
+                options={SUB_CATEGORIES.map((value) => ({ value, label: t[`subCategory_${value}`] }))}
+                error={err(at('subCategory'))}
+                onValue={(v) => setItem(index, { subCategory: v })}
+              />
+              <Field name={at('price')} label={t.price} value={item.price} dir="ltr" inputMode="decimal" error={err(at('price'))} onValue={(v) => setItem(index, { price: v })} />
+              <Field name={at('quantity')} label={t.quantity} value={item.quantity} dir="ltr" inputMode="numeric" error={err(at('quantity'))} onValue={(v) => setItem(index, { quantity: v })} />
+              <Field
+                name={at('imageUrl')}
+                label={`${t.imageUrl} ${t.optional}`}
+                value={item.imageUrl}
+                type="url"
+                dir="ltr"
+                inputMode="url"
+                error={err(at('imageUrl'))}
+                onValue={(v) => setItem(index, { imageUrl: v })}
+              />
+              <div class="field">
+                <button
+                  type="button"
+                  disabled={draft.items.length === 1}
+                  onClick={() => {
+                    setErrors({})
+                    setSummary(undefined)
+                    setDraft((d) => ({ ...d, items: d.items.filter((_, k) => k !== index) }))
+                    document.getElementById('add-item')?.focus()
+                  }}
+                >
+                  {t.removeItem(index + 1)}
+                </button>
+              </div>
+            </fieldset>
+          )
+        })}
+
+        <div class="actions">
+          <button
+            type="button"
+            id="add-item"
+            disabled={draft.items.length >= MAX_ITEMS}
+            onClick={() => {
+              focusItem.current = draft.items.length
+              setDraft((d) => ({ ...d, items: [...d.items, newItem()] }))
+            }}
+          >
+            {t.addItem}
+          </button>
+          <button type="submit" class="primary" disabled={busy} aria-busy={busy ? 'true' : undefined}>
+            {t.publish}
+          </button>
+        </div>
+      </form>
+    </section>
+  )
+}
