@@ -71,6 +71,8 @@ export const BODY_LIMIT_BYTES = 1024 * 1024
 // Contract §4: a client's X-Request-Id is echoed when it is at most 128 visible ASCII characters.
 const CLIENT_REQUEST_ID = /^[\x21-\x7E]{1,128}$/
 
+const isApiPath = (url: string) => url === '/api/v1' || url.startsWith('/api/v1/') || url.startsWith('/api/v1?')
+
 /** The routes anyone may call without a token, besides the health probes. */
 const isPublicDocumentRoute = (url: string | undefined) =>
   url !== undefined && (url === '/openapi.json' || url === '/metrics' || url === '/docs' || url.startsWith('/docs/'))
@@ -120,7 +122,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     done()
   })
   addDrainHooks(app, drain)
-  answerWrongMethods(app)
+  const refuseWrongMethod = answerWrongMethods(app)
+  app.addHook('onRequest', async function (request, reply) {
+    if (!isApiPath(request.url)) await refuseWrongMethod.call(this, request, reply)
+  })
 
   // Before any route: compression applies to the routes registered after it, /docs' assets included.
   await registerCompression(app)
@@ -182,6 +187,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticate(providers, clock))
+      api.addHook('onRequest', refuseWrongMethod)
       // After authentication: the budget is the provider's, and a 401 costs none of it.
       if (limiter) api.addHook('onRequest', limiter.onRequest)
       api.addHook('onRoute', documentBearerAuth)

@@ -161,9 +161,6 @@ await describeEachDialect('authentication (contract §3)', (service) => {
     ['GET', '/api/v1/'],
     ['GET', '/api/v1'],
     ['GET', '/api/v1/listing/extra'],
-    ['GET', '/api/v1/listing/create'],
-    ['DELETE', '/api/v1/listing'],
-    ['OPTIONS', '/api/v1/listing'],
   ]
   for (const [method, path] of unknownPaths) {
     test(`${method} ${path} (no such route): 401 without a token, 404 problem with one`, async () => {
@@ -172,6 +169,23 @@ await describeEachDialect('authentication (contract §3)', (service) => {
       const provider = await service.newProvider()
       const found = await service.request(method, path, { token: provider.token })
       assertProblem(found, 404, 'not-found')
+      assert.equal(found.headers.get('www-authenticate'), null)
+    })
+  }
+
+  const wrongMethods: [method: string, path: string, allow: string][] = [
+    ['GET', '/api/v1/listing/create', 'POST'],
+    ['DELETE', '/api/v1/listing', 'GET, HEAD'],
+    ['OPTIONS', '/api/v1/listing', 'GET, HEAD'],
+  ]
+  for (const [method, path, allow] of wrongMethods) {
+    test(`${method} ${path} (a path without this method): 401 without a token, 405 with Allow: ${allow} with one`, async () => {
+      assertUnauthorized(await service.request(method, path))
+      assertUnauthorized(await service.request(method, path, { token: unknownToken() }))
+      const provider = await service.newProvider()
+      const found = await service.request(method, path, { token: provider.token })
+      assertProblem(found, 405, 'method-not-allowed')
+      assert.equal(found.headers.get('allow'), allow)
       assert.equal(found.headers.get('www-authenticate'), null)
     })
   }

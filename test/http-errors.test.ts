@@ -49,8 +49,9 @@ await describeEachDialect('HTTP errors and parsing (contract §4, §5)', (servic
     ['PUT', '/api/v1/events', 'GET, HEAD'],
     ['POST', '/openapi.json', 'GET, HEAD'],
   ] as const) {
-    test(`${method} ${path} → 405 with Allow: ${allow}, before authentication`, async () => {
-      const response = await service.request(method, path)
+    test(`${method} ${path} → 405 with Allow: ${allow}`, async () => {
+      const token = path.startsWith('/api/') ? (await service.newProvider()).token : undefined
+      const response = await service.request(method, path, { token })
       assertProblem(response, 405, 'method-not-allowed')
       assert.equal(response.headers.get('allow'), allow)
     })

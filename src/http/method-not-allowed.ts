@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, onRequestAsyncHookHandler } from 'fastify'
 import { Problem } from '../errors.js'
 
 /** A route's path as a test of concrete paths: `:name` is one non-empty segment, `*` anything. */
@@ -13,10 +13,12 @@ function pathMatcher(url: string): RegExp {
 /**
  * A path that exists with other methods only is 405 with Allow (RFC 9110 §15.5.6), not a 404 that would read as
  * "no such thing": `GET /api/v1/listing/create` is the create route asked with the wrong method, not a listing
- * called "create". Checked before authentication, like the router's own 404: the routes are public (the
- * OpenAPI document lists them).
+ * called "create". Outside the API it is checked first; under `/api/v1` only once the request is authenticated,
+ * since every request there needs a token before anything else is said.
+ *
+ * Collects the routes registered after it; returns the onRequest hook that refuses a wrong method.
  */
-export function answerWrongMethods(app: FastifyInstance): void {
+export function answerWrongMethods(app: FastifyInstance): onRequestAsyncHookHandler {
   // A path without parameters names one resource: its methods are the path's, whatever a pattern also matches.
   const literal = new Map<string, Set<string>>()
   const patterns: Array<{ matches: RegExp; methods: Set<string> }> = []
@@ -31,7 +33,7 @@ export function answerWrongMethods(app: FastifyInstance): void {
       patterns.push({ matches: pathMatcher(url), methods: new Set(methods) })
     }
   })
-  app.addHook('onRequest', async (request, reply) => {
+  return async (request, reply) => {
     const path = request.url.split('?')[0] as string
     const allowed = new Set(literal.get(path))
     if (allowed.size === 0) for (const route of patterns) if (route.matches.test(path)) route.methods.forEach((method) => allowed.add(method))
@@ -41,5 +43,5 @@ export function answerWrongMethods(app: FastifyInstance): void {
     const allow = [...allowed].sort().join(', ')
     reply.header('allow', allow)
     throw new Problem('method-not-allowed', `${request.method} is not a method of ${path}; it has ${allow}`, { headers: { allow } })
-  })
+  }
 }
