@@ -118,19 +118,20 @@ for (const dialect of await testDialects()) {
       attack: () => Promise<Response & { ms: number }>,
       harmless: () => Promise<Response & { ms: number }>,
       check: (response: Response) => void = () => {},
+      ratioAtMost = RATIO,
     ) {
-      check(await attack())
+      const answers = [await attack()]
       await harmless()
-      const attackMs: number[] = []
       const harmlessMs: number[] = []
       for (let i = 0; i < SAMPLES; i += 1) {
-        const answered = await attack()
-        check(answered)
-        attackMs.push(answered.ms)
+        answers.push(await attack())
         harmlessMs.push((await harmless()).ms)
       }
+      const attackMs = answers.slice(1).map((answer) => answer.ms)
       const ratio = median(attackMs) / median(harmlessMs)
-      assert.ok(ratio <= RATIO, `${what}: median ${median(attackMs).toFixed(1)} ms against ${median(harmlessMs).toFixed(1)} ms for a harmless request of the same size (${ratio.toFixed(1)}×)`)
+      assert.ok(ratio <= ratioAtMost, `${what}: median ${median(attackMs).toFixed(1)} ms against ${median(harmlessMs).toFixed(1)} ms for a harmless request of the same size (${ratio.toFixed(1)}×)`)
+      // What the attack was answered: checked after its cost, so that a build that is both slow and wrong says slow.
+      for (const answer of answers) check(answer)
     }
 
     const padding = (length: number) => ({ 'x-padding': 'p'.repeat(length) })
@@ -251,24 +252,30 @@ for (const dialect of await testDialects()) {
       }
     })
 
-    test(`a 1 MiB body of nested arrays is refused as it is read: 400 "nests deeper than ${MAX_BODY_DEPTH} levels", costing what a flat 1 MiB body costs`, async () => {
+    test(`a 1 MiB body of nested arrays is refused as it is read: 400 "nests deeper than ${MAX_BODY_DEPTH} levels", costing what a 1 MiB string costs`, async () => {
       const json = { ...auth(), 'content-type': 'application/json' }
       // Just under the 1 MiB limit, each.
       const size = MIB - 64
       const nested = `${'['.repeat(size / 2)}${']'.repeat(size / 2)}`
       const nestedObjects = `${'{"a":'.repeat(size / 6)}1${'}'.repeat(size / 6)}`
-      // The costliest flat bodies of that size: half a million numbers, and one string of escapes.
+      // The harmless body: one long string. Refusing a deep body takes its reading only, the string its reading,
+      // decoding and parsing too, so the deep one may cost at most twice the string (tighter than RATIO: parsing a
+      // deep body costs fewer multiples of a string's parsing than a backtracking header parser costs).
+      const plain = `"${'a'.repeat(size - 2)}"`
+      // Flat bodies that cost JSON.parse the most for their size (figures in bench/results): they are answered,
+      // not timed against the harmless one.
       const flat = `[${'0,'.repeat(size / 2 - 1)}0]`
       const escapes = `"${'\\u0041'.repeat(size / 6 - 1)}"`
       for (const body of [nested, nestedObjects]) {
         await assertLinear(
           'nested JSON',
           () => http1.request('POST', '/api/v1/listing/create', json, body),
-          () => http1.request('POST', '/api/v1/listing/create', json, flat),
+          () => http1.request('POST', '/api/v1/listing/create', json, plain),
           (response) => {
             const problem = assertProblem(response, 400, 'invalid-request')
             assert.deepEqual(problem.errors, [{ pointer: '', detail: `nests deeper than ${MAX_BODY_DEPTH} levels` }])
           },
+          2,
         )
       }
       for (const body of [flat, escapes]) {
