@@ -11,7 +11,7 @@ import { addDrainHooks, Drain } from './http/drain.js'
 import { healthRoutes } from './http/health.js'
 import { checkHost } from './http/host-header.js'
 import { registerJsonBody } from './http/json-body.js'
-import { assertBodyFits } from './http/json-depth.js'
+import { assertBodyFits } from './http/json-bounds.js'
 import { registerMetrics } from './http/metrics-route.js'
 import { documentBearerAuth, registerOpenApi } from './http/openapi.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
@@ -110,7 +110,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.decorateRequest('principal', null)
   app.decorateRequest('provider', null)
 
-  // Every route's body fits the depth the body parser allows (json-depth.ts); a deeper schema fails at start-up.
+  // Every route's body fits the depth the body parser allows (json-bounds.ts); a deeper schema fails at start-up.
   app.addHook('onRoute', (route) => assertBodyFits(`${route.method} ${route.url}`, route.schema?.body))
   registerJsonBody(app)
 

@@ -7,7 +7,7 @@ import { listingBody } from './fixtures.js'
 import { createTestDatabase, parseJsonOrUndefined, testDialects, type Response, type TestDatabase } from './helper.js'
 import { assertProblem } from './http-support.js'
 import { killAll, runCli, startServer, type ServerProcess } from './process.js'
-import { MAX_BODY_DEPTH } from '../src/http/json-depth.js'
+import { MAX_BODY_DEPTH, TOO_DEEP, TOO_MANY_VALUES } from '../src/http/json-bounds.js'
 
 /**
  * Issue 25's hostile inputs, against the service as a real process: header values built to make a parser
@@ -252,44 +252,58 @@ for (const dialect of await testDialects()) {
       }
     })
 
-    test(`a 1 MiB body of nested arrays is refused as it is read: 400 "nests deeper than ${MAX_BODY_DEPTH} levels", costing what a 1 MiB string costs`, async () => {
-      const json = { ...auth(), 'content-type': 'application/json' }
-      // Just under the 1 MiB limit, each.
-      const size = MIB - 64
+    // Just under the 1 MiB limit, each.
+    const size = MIB - 64
+    // The harmless body: one long string. Refusing a body takes its reading only, the string its reading, decoding
+    // and parsing too, so a refused body may cost at most twice the string (tighter than RATIO: parsing a deep or
+    // crowded body costs fewer multiples of a string's parsing than a backtracking header parser costs).
+    const plain = `"${'a'.repeat(size - 2)}"`
+    const json = () => ({ ...auth(), 'content-type': 'application/json' })
+
+    test(`a 1 MiB body of nested arrays is refused as it is read: 400 "${TOO_DEEP}", costing what a 1 MiB string costs`, async () => {
       const nested = `${'['.repeat(size / 2)}${']'.repeat(size / 2)}`
       const nestedObjects = `${'{"a":'.repeat(size / 6)}1${'}'.repeat(size / 6)}`
-      // The harmless body: one long string. Refusing a deep body takes its reading only, the string its reading,
-      // decoding and parsing too, so the deep one may cost at most twice the string (tighter than RATIO: parsing a
-      // deep body costs fewer multiples of a string's parsing than a backtracking header parser costs).
-      const plain = `"${'a'.repeat(size - 2)}"`
-      // Flat bodies that cost JSON.parse the most for their size (figures in bench/results): they are answered,
-      // not timed against the harmless one.
-      const flat = `[${'0,'.repeat(size / 2 - 1)}0]`
-      const escapes = `"${'\\u0041'.repeat(size / 6 - 1)}"`
       for (const body of [nested, nestedObjects]) {
         await assertLinear(
           'nested JSON',
-          () => http1.request('POST', '/api/v1/listing/create', json, body),
-          () => http1.request('POST', '/api/v1/listing/create', json, plain),
-          (response) => {
-            const problem = assertProblem(response, 400, 'invalid-request')
-            assert.deepEqual(problem.errors, [{ pointer: '', detail: `nests deeper than ${MAX_BODY_DEPTH} levels` }])
-          },
+          () => http1.request('POST', '/api/v1/listing/create', json(), body),
+          () => http1.request('POST', '/api/v1/listing/create', json(), plain),
+          (response) => assert.deepEqual(assertProblem(response, 400, 'invalid-request').errors, [{ pointer: '', detail: TOO_DEEP }]),
           2,
         )
       }
-      for (const body of [flat, escapes]) {
-        const response = await http1.request('POST', '/api/v1/listing/create', json, body)
-        assert.deepEqual(assertProblem(response, 400, 'invalid-request').errors, [{ pointer: '', detail: 'must be an object' }])
-      }
       // A "[" inside a string is not nesting, and a body exactly as deep as the bound is parsed and validated.
-      const inString = await http1.request('POST', '/api/v1/listing/create', json, JSON.stringify({ ...listingBody(), referenceId: '['.repeat(200) }))
+      const inString = await http1.request('POST', '/api/v1/listing/create', json(), JSON.stringify({ ...listingBody(), referenceId: '['.repeat(200) }))
       assert.equal(inString.status, 201, inString.text)
       const atBound = `${'['.repeat(MAX_BODY_DEPTH)}${']'.repeat(MAX_BODY_DEPTH)}`
-      const deepest = await http1.request('POST', '/api/v1/listing/create', json, atBound)
+      const deepest = await http1.request('POST', '/api/v1/listing/create', json(), atBound)
       assert.deepEqual(assertProblem(deepest, 400, 'invalid-request').errors, [{ pointer: '', detail: 'must be an object' }])
-      const past = await http1.request('POST', '/api/v1/listing/create', json, `[${atBound}]`)
-      assert.deepEqual(assertProblem(past, 400, 'invalid-request').errors, [{ pointer: '', detail: `nests deeper than ${MAX_BODY_DEPTH} levels` }])
+      const past = await http1.request('POST', '/api/v1/listing/create', json(), `[${atBound}]`)
+      assert.deepEqual(assertProblem(past, 400, 'invalid-request').errors, [{ pointer: '', detail: TOO_DEEP }])
+    })
+
+    test(`a flat 1 MiB body of 262,000 empty objects (JSON.parse's costliest flat input) is refused as it is read: 400 "${TOO_MANY_VALUES}", costing what a 1 MiB string costs`, async () => {
+      const crowded = {
+        'empty objects': `[${'{},'.repeat(size / 3 - 1)}{}]`,
+        zeros: `[${'0,'.repeat(size / 2 - 1)}0]`,
+        'an object of 100,000 members': `{${Array.from({ length: 100_000 }, (_, i) => `"k${i}":0`).join(',')}}`.slice(0, size),
+      }
+      for (const [name, body] of Object.entries(crowded)) {
+        await assertLinear(
+          `a flat body of ${name}`,
+          () => http1.request('POST', '/api/v1/listing/create', json(), body),
+          () => http1.request('POST', '/api/v1/listing/create', json(), plain),
+          (response) => assert.deepEqual(assertProblem(response, 400, 'invalid-request').errors, [{ pointer: '', detail: TOO_MANY_VALUES }]),
+          2,
+        )
+      }
+      // A string of escapes is one value, parsed and validated; the largest create there is (100 items with every
+      // field) is well within the bound and stored.
+      const escapes = `"${'\\u0041'.repeat(size / 6 - 1)}"`
+      const answered = await http1.request('POST', '/api/v1/listing/create', json(), escapes)
+      assert.deepEqual(assertProblem(answered, 400, 'invalid-request').errors, [{ pointer: '', detail: 'must be an object' }])
+      const largest = await http1.request('POST', '/api/v1/listing/create', json(), JSON.stringify(listingBody({}, 100)))
+      assert.equal(largest.status, 201, largest.text)
     })
 
     test('a body labelled Content-Encoding: gzip is refused with 415 naming the header, and nothing is stored', async () => {

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { sql } from 'kysely'
 import { listingBody } from './fixtures.js'
 import { describeEachDialect, type Response, type TestService } from './helper.js'
-import { MAX_BODY_DEPTH, TOO_DEEP } from '../src/http/json-depth.js'
+import { MAX_BODY_DEPTH, TOO_DEEP } from '../src/http/json-bounds.js'
 import {
   assertProblem,
   countItems,
@@ -187,7 +187,7 @@ await describeEachDialect('HTTP errors and parsing (contract §4, §5)', (servic
       '',
     ],
   ]
-  // Refused before parsing, as a whole (json-depth.ts): no field is named, the body is.
+  // Refused before parsing, as a whole (json-bounds.ts): no field is named, the body is.
   for (const [name, make, pointer] of deep) {
     test(`deeply nested JSON (${name}) → 400 "nests deeper than ${MAX_BODY_DEPTH} levels", not 500`, async () => {
       const provider = await service.newProvider()

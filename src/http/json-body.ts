@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { invalidRequest, Problem } from '../errors.js'
-import { MAX_BODY_DEPTH, nestsDeeperThan, TOO_DEEP } from './json-depth.js'
+import { exceedsBounds, TOO_DEEP, TOO_MANY_VALUES } from './json-bounds.js'
 
 // Keeps a byte-order mark as U+FEFF, which JSON.parse then refuses: RFC 8259 §8.1 forbids sending one.
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -78,8 +78,9 @@ export function registerJsonBody(app: FastifyInstance): void {
       return
     }
     const bytes = body as Buffer
-    if (nestsDeeperThan(bytes, MAX_BODY_DEPTH)) {
-      done(invalidRequest([{ pointer: '', detail: TOO_DEEP }]), undefined)
+    const exceeded = exceedsBounds(bytes)
+    if (exceeded) {
+      done(invalidRequest([{ pointer: '', detail: exceeded === 'depth' ? TOO_DEEP : TOO_MANY_VALUES }]), undefined)
       return
     }
     // Decoded strictly: a lenient decoder would turn bytes that are not UTF-8 into U+FFFD and store that instead

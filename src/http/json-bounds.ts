@@ -1,7 +1,8 @@
 /**
- * How deep a request body may nest. JSON.parse holds the event loop far longer on a deeply nested body than on a
- * flat one of the same size, and nothing can refuse it before parsing ends; no body any route accepts nests
- * deep, so such a body is refused before parsing, after one pass over its bytes.
+ * How deep a request body may nest, and how many values it may hold. JSON.parse holds the event loop far longer
+ * on a deeply nested body, or on one of hundreds of thousands of tiny values, than on a plain one of the same
+ * size, and nothing can refuse it before parsing ends. No body any route accepts is either, so such a body is
+ * refused before parsing, after one pass over its bytes.
  *
  * Depth counts objects and arrays: a scalar is 0, `{"a":1}` is 1, `{"a":[{}]}` is 3. The bound is the deepest any
  * route's body schema allows (a create's items[].displayName: 4), so a body past it is wrong for every route. app.ts
@@ -10,8 +11,16 @@
  */
 export const MAX_BODY_DEPTH = 4
 
+/**
+ * Values count every scalar, object and array, the body itself included: `{"a":[1,2]}` holds 4. The largest body
+ * a route accepts (a create of 100 items with every field) holds about a thousand; twenty times that leaves room
+ * for schemas to grow, and a unit test holds the largest body within a tenth of it.
+ */
+export const MAX_BODY_VALUES = 20_000
+
 /** What the 400 says of such a body (pointer ""). */
 export const TOO_DEEP = `nests deeper than ${MAX_BODY_DEPTH} levels`
+export const TOO_MANY_VALUES = `holds more than ${MAX_BODY_VALUES} values`
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
@@ -19,31 +28,51 @@ const OPEN_ARRAY = 0x5b
 const OPEN_OBJECT = 0x7b
 const CLOSE_ARRAY = 0x5d
 const CLOSE_OBJECT = 0x7d
+const COMMA = 0x2c
+const isWhitespace = (byte: number) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09
 
 /**
- * Whether the JSON text `bytes` opens more than `max` objects and arrays inside each other, judged in one pass
- * that stops at the first level past `max`. Brackets inside strings are not nesting. Malformed text is judged
- * as it comes; JSON.parse refuses it afterwards. Multi-byte UTF-8 sequences never contain ASCII bytes, so the
- * bytes need no decoding first.
+ * Which bound the JSON text `bytes` breaks, judged in one pass that stops at the first value or level past it:
+ * 'depth' (more than `limits.depth` objects and arrays inside each other) or 'values' (more than
+ * `limits.values` values), or undefined. Brackets and commas inside strings do not count. The values are the
+ * body itself, plus each array element and object member: a container's first one is what follows its opening
+ * bracket unless that is its closing one, each further one follows a comma. Malformed text is judged as it
+ * comes; JSON.parse refuses it afterwards. Multi-byte UTF-8 sequences never contain ASCII bytes, so the bytes
+ * need no decoding first.
  */
-export function nestsDeeperThan(bytes: Uint8Array, max: number): boolean {
+export function exceedsBounds(
+  bytes: Uint8Array,
+  limits: { depth: number; values: number } = { depth: MAX_BODY_DEPTH, values: MAX_BODY_VALUES },
+): 'depth' | 'values' | undefined {
   let depth = 0
+  let values = 1
+  if (values > limits.values) return 'values'
   let inString = false
+  let justOpened = false
   for (let i = 0; i < bytes.length; i += 1) {
     const byte = bytes[i] as number
     if (inString) {
       if (byte === BACKSLASH) i += 1
       else if (byte === QUOTE) inString = false
-    } else if (byte === QUOTE) {
+      continue
+    }
+    if (isWhitespace(byte)) continue
+    if (justOpened) {
+      justOpened = false
+      if (byte !== CLOSE_ARRAY && byte !== CLOSE_OBJECT && ++values > limits.values) return 'values'
+    }
+    if (byte === QUOTE) {
       inString = true
     } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
-      depth += 1
-      if (depth > max) return true
+      if (++depth > limits.depth) return 'depth'
+      justOpened = true
     } else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) {
       depth -= 1
+    } else if (byte === COMMA) {
+      if (++values > limits.values) return 'values'
     }
   }
-  return false
+  return undefined
 }
 
 type Schema = {
