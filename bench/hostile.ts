@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/hostile.ts --dist /work/dist-base --dist dist --db sqlite --scenario etag [--scenario …] [--rounds 2] [--seconds 10]
  *
- * Scenarios: etag, accept-encoding, nested-json, image-starvation, forged-cursors (or `all`). PostgreSQL:
+ * Scenarios: etag, accept-encoding, nested-json, flat-json, image-starvation, forged-cursors (or `all`). PostgreSQL:
  * --db postgres creates a database per round on BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres)
  * and drops it after. Every loop is bounded in count and time; only 127.0.0.1 is contacted.
  */
@@ -23,7 +23,7 @@ import { Agent, fetch, type RequestInit } from 'undici'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
 import { listingBody, machine, percentile, ROOT, startService } from './lib.js'
 
-const SCENARIOS = ['etag', 'accept-encoding', 'nested-json', 'image-starvation', 'forged-cursors'] as const
+const SCENARIOS = ['etag', 'accept-encoding', 'nested-json', 'flat-json', 'image-starvation', 'forged-cursors'] as const
 type Scenario = (typeof SCENARIOS)[number]
 
 const { values: args } = parseArgs({
@@ -170,7 +170,7 @@ interface Attack {
 
 const IMAGE_WORKERS = 35
 // Attacks per second of the open-loop scenarios: the rates the security probe used.
-const RATES = { etag: 1.2, 'accept-encoding': 30, 'nested-json': 0.7 }
+const RATES = { etag: 1.2, 'accept-encoding': 30, 'nested-json': 0.7, 'flat-json': 0.7 }
 const perRun = (rate: number) => Math.round((rate * DURATION_MS) / 1000)
 const ETAG_VALUE = `,${' '.repeat(16_000)}x`
 const ACCEPT_ENCODING_VALUE = 'gzip;q=0.5, '.repeat(1250)
@@ -181,6 +181,7 @@ const DESCRIPTIONS: Record<Scenario, { attack: string; victim: string }> = {
   etag: { attack: `${RATES.etag}/s GETs of a listing with If-None-Match: "," + 16,000 spaces + "x", open loop`, victim: 'pages' },
   'accept-encoding': { attack: `${RATES['accept-encoding']}/s page GETs with a ${ACCEPT_ENCODING_VALUE.length}-byte Accept-Encoding, open loop`, victim: 'pages' },
   'nested-json': { attack: `${RATES['nested-json']}/s creates of a 1 MiB body of nested arrays, open loop`, victim: 'pages' },
+  'flat-json': { attack: `${RATES['flat-json']}/s creates of a 1 MiB body of empty objects [{},{},…], open loop`, victim: 'pages' },
   'image-starvation': {
     attack: `${IMAGE_WORKERS} concurrent creates, each naming 16 images on a server that never answers, each re-sent as it ends`,
     victim: 'one-image creates (each image a new URL that the image server answers at once)',
@@ -224,6 +225,15 @@ function attackFor(scenario: Scenario, setup: Setup): Attack {
         victim: victimPages(setup),
         attack: (start) =>
           openLoop(start, perRun(RATES['nested-json']), () => timed(`${baseUrl}/api/v1/listing/create`, { method: 'POST', headers: { ...bearer(attacker), ...JSON_TYPE }, body })),
+      }
+    }
+    case 'flat-json': {
+      const count = Math.floor((2 * NESTED_BODY_HALF) / 3)
+      const body = `[${'{},'.repeat(count - 1)}{}]`
+      return {
+        victim: victimPages(setup),
+        attack: (start) =>
+          openLoop(start, perRun(RATES['flat-json']), () => timed(`${baseUrl}/api/v1/listing/create`, { method: 'POST', headers: { ...bearer(attacker), ...JSON_TYPE }, body })),
       }
     }
     case 'image-starvation':
