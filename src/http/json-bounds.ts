@@ -31,6 +31,13 @@ const CLOSE_OBJECT = 0x7d
 const COMMA = 0x2c
 const isWhitespace = (byte: number) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09
 
+/** Whether the byte at `at` follows an odd run of backslashes. Each run is counted for one quote only. */
+function escaped(bytes: Uint8Array, at: number): boolean {
+  let run = 0
+  while (at - run - 1 >= 0 && bytes[at - run - 1] === BACKSLASH) run += 1
+  return run % 2 === 1
+}
+
 /**
  * Which bound the JSON text `bytes` breaks, judged in one pass that stops at the first value or level past it:
  * 'depth' (more than `limits.depth` objects and arrays inside each other) or 'values' (more than
@@ -50,12 +57,17 @@ export function exceedsBounds(
   let inString = false
   let justOpened = false
   for (let i = 0; i < bytes.length; i += 1) {
-    const byte = bytes[i] as number
     if (inString) {
-      if (byte === BACKSLASH) i += 1
-      else if (byte === QUOTE) inString = false
+      // To the closing quote in one native search (a string is most of a large body's bytes): the first quote not
+      // escaped, i.e. not preceded by an odd run of backslashes.
+      let quote = bytes.indexOf(QUOTE, i)
+      while (quote >= 0 && escaped(bytes, quote)) quote = bytes.indexOf(QUOTE, quote + 1)
+      if (quote < 0) return undefined
+      i = quote
+      inString = false
       continue
     }
+    const byte = bytes[i] as number
     if (isWhitespace(byte)) continue
     if (justOpened) {
       justOpened = false
