@@ -350,9 +350,10 @@ function statuses(samples: Sample[]): string {
 
 function tableRow(row: Row, label: string): string {
   const times = row.victim.map((sample) => sample.ms)
-  const fiveHundreds = row.victim.filter((sample) => sample.status >= 500 || sample.status === 0).length
+  const fiveHundreds = row.victim.filter((sample) => sample.status >= 500).length
+  const unanswered = row.victim.filter((sample) => sample.status === 0).length
   const attackTimes = row.attack.map((sample) => sample.ms)
-  return `| ${label} | ${row.round} | ${row.victim.length} | ${ms(percentile(times, 50))} | ${ms(percentile(times, 99))} | ${ms(Math.max(...times))} | ${fiveHundreds} | ${ms(Math.max(...row.health.map((sample) => sample.ms)))} | ${row.attack.length}: ${statuses(row.attack)}, p50 ${ms(percentile(attackTimes, 50))} |`
+  return `| ${label} | ${row.round} | ${row.victim.length} | ${ms(percentile(times, 50))} | ${ms(percentile(times, 99))} | ${ms(Math.max(...times))} | ${fiveHundreds} | ${unanswered} | ${ms(Math.max(...row.health.map((sample) => sample.ms)))} | ${row.attack.length}: ${statuses(row.attack)}, p50 ${ms(percentile(attackTimes, 50))} |`
 }
 
 const images = await startImageServer()
@@ -377,8 +378,8 @@ try {
       '',
       `Attack: ${DESCRIPTIONS[scenario].attack}. Victim: ${DESCRIPTIONS[scenario].victim === 'pages' ? 'pages 1–3 of its own listings (limit 10)' : DESCRIPTIONS[scenario].victim}, one after another on one keep-alive connection.`,
       '',
-      '| build | round | victim requests | p50 | p99 | max | victim 5xx or no answer | worst /healthz | attacker got |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|---|',
+      '| build | round | victim requests | p50 | p99 | max | victim 5xx | victim unanswered | worst /healthz | attacker got |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
       ...rows,
       '',
     )
