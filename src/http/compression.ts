@@ -26,8 +26,8 @@ const COMPRESSIBLE = /^(application\/(json|problem\+json|javascript)|text\/)/
 
 /**
  * The longest Accept-Encoding negotiated. Browsers send a few dozen characters; a longer value is dropped before
- * @fastify/compress or negotiatedEncoding read it, so the answer is identity-coded, which RFC 9110 §12.5.3 lets a
- * server send whatever the client asked for. Negotiating a value near Node's 16 KiB header limit costs far more
+ * @fastify/compress or negotiatedEncoding read it, so the answer is identity-coded (RFC 9110 §12.5.3 lets a server
+ * send identity whatever the client asked for). Negotiating a value near Node's 16 KiB header limit costs far more
  * than the request it comes with.
  */
 export const MAX_ACCEPT_ENCODING_LENGTH = 256
