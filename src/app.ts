@@ -9,8 +9,10 @@ import { answerClientError } from './http/client-errors.js'
 import { registerCompression } from './http/compression.js'
 import { addDrainHooks, Drain } from './http/drain.js'
 import { healthRoutes } from './http/health.js'
+import { checkHost } from './http/host-header.js'
 import { registerJsonBody } from './http/json-body.js'
 import { answerWrongMethods } from './http/method-not-allowed.js'
+import { assertBodyFits } from './http/json-bounds.js'
 import { registerMetrics } from './http/metrics-route.js'
 import { documentBearerAuth, registerOpenApi } from './http/openapi.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
@@ -92,6 +94,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
       requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+      // A request without Host is refused by checkHost as problem+json, not by Node with a bare 400.
+      requireHostHeader: false,
     },
     // Fastify sets these two on the server after creating it, over what `http` gave.
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
@@ -105,7 +109,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     return503OnClosing: false,
     genReqId(request) {
       const sent = request.headers['x-request-id']
-      return typeof sent === 'string' && CLIENT_REQUEST_ID.test(sent) ? sent : randomUUID()
+      return typeof sent === 'string' && sent.length <= 128 && CLIENT_REQUEST_ID.test(sent) ? sent : randomUUID()
     },
   })
 
@@ -115,12 +119,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.decorateRequest('principal', null)
   app.decorateRequest('provider', null)
 
+  // Every route's body fits the depth the body parser allows (json-bounds.ts); a deeper schema fails at start-up.
+  app.addHook('onRoute', (route) => assertBodyFits(`${route.method} ${route.url}`, route.schema?.body))
   registerJsonBody(app)
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     done()
   })
+  app.addHook('onRequest', checkHost)
   addDrainHooks(app, drain)
   const refuseWrongMethod = answerWrongMethods(app)
   app.addHook('onRequest', async function (request, reply) {

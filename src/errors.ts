@@ -11,7 +11,11 @@ export const problemTypes = {
   'invalid-request': {
     status: 400,
     title: 'Invalid request',
-    description: 'The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one.',
+    description:
+      'The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or ' +
+      'fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without ' +
+      'a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match ' +
+      'over 1,024 characters.',
   },
   'image-unavailable': {
     status: 400,
@@ -86,7 +90,9 @@ export const problemTypes = {
   'unsupported-media-type': {
     status: 415,
     title: 'Unsupported media type',
-    description: 'The request Content-Type is not application/json (in UTF-8).',
+    description:
+      'The request Content-Type is not application/json (in UTF-8), or the body is in a content coding (any ' +
+      'Content-Encoding but identity) or a transfer coding other than chunked: none is decoded.',
   },
   'unsupported-image-format': {
     status: 415,

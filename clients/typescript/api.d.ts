@@ -657,7 +657,7 @@ export interface operations {
                 };
             };
             /**
-             * @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one.
+             * @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters.
              *
              *     `/problems/image-unavailable`: An image could not be fetched: DNS failure, refused, a non-2xx answer, more than 3 redirects, over IMAGE_FETCH_TIMEOUT_MS (which bounds the whole wait for a create's images, waiting for a free fetch included), or a forbidden (private) address. `errors[]` points at every failing image.
              */
@@ -725,7 +725,7 @@ export interface operations {
                 };
             };
             /**
-             * @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8).
+             * @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded.
              *
              *     `/problems/unsupported-image-format`: An image is not JPEG, PNG, GIF or WebP, judged by its first bytes. `errors[]` points at every failing image.
              */
@@ -868,7 +868,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1053,7 +1053,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1273,7 +1273,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1357,7 +1357,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8). */
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1518,7 +1518,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1703,7 +1703,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1932,7 +1932,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2191,7 +2191,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2251,7 +2251,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8). */
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2354,7 +2354,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2470,7 +2470,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2594,7 +2594,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2733,7 +2733,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2885,7 +2885,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3110,7 +3110,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, or fields or query parameters break the schema; `errors[]` names every one. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

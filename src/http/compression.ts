@@ -24,7 +24,21 @@ const BROTLI_OPTIONS = { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } }
 
 const COMPRESSIBLE = /^(application\/(json|problem\+json|javascript)|text\/)/
 
+/**
+ * The longest Accept-Encoding negotiated. Browsers send a few dozen characters; a longer value is dropped before
+ * @fastify/compress or negotiatedEncoding read it, so the answer is identity-coded (RFC 9110 §12.5.3 lets a server
+ * send identity whatever the client asked for). Negotiating a value near Node's 16 KiB header limit costs far more
+ * than the request it comes with.
+ */
+export const MAX_ACCEPT_ENCODING_LENGTH = 256
+
 export async function registerCompression(app: FastifyInstance): Promise<void> {
+  // Before the plugin's own hooks, and on the raw headers that both it and negotiatedEncoding read.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const header = request.raw.headers['accept-encoding']
+    if (header !== undefined && header.length > MAX_ACCEPT_ENCODING_LENGTH) delete request.raw.headers['accept-encoding']
+    done()
+  })
   await app.register(compress, {
     encodings: [...ENCODINGS],
     threshold: COMPRESSION_THRESHOLD_BYTES,

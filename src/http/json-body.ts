@@ -1,26 +1,93 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { invalidRequest, Problem } from '../errors.js'
+import { exceedsBounds, TOO_DEEP, TOO_MANY_VALUES } from './json-bounds.js'
 
 // Keeps a byte-order mark as U+FEFF, which JSON.parse then refuses: RFC 8259 §8.1 forbids sending one.
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
+/**
+ * The longest Content-Type read: `application/json; charset=utf-8` and then some. A longer one is refused (415)
+ * before Fastify parses its parameters.
+ */
+export const MAX_CONTENT_TYPE_LENGTH = 256
+
+const unsupported = (header: string, detail: string, summary: string) =>
+  new Problem('unsupported-media-type', summary, { errors: [{ header, detail }] })
+
+/**
+ * The charset parameter of a Content-Type, lower-cased and unquoted, or undefined. Split by hand: Fastify has
+ * already checked the media type's syntax, and a regular expression over client text is one more to keep linear.
+ */
+function charsetOf(contentType: string): string | undefined {
+  const parameters = contentType.split(';').slice(1)
+  for (const parameter of parameters) {
+    const equals = parameter.indexOf('=')
+    if (equals < 0 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue
+    const value = parameter.slice(equals + 1).trim()
+    return (value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value).toLowerCase()
+  }
+  return undefined
+}
+
+/** Whether a list of codings names none but `codings` (empty elements allowed, case-insensitive). */
+function onlyCodings(value: string, ...codings: string[]): boolean {
+  return value.split(',').every((element) => {
+    const coding = element.trim().toLowerCase()
+    return coding === '' || codings.includes(coding)
+  })
+}
+
+/**
+ * Refusals that need no byte of the body, made before it is read (a preParsing hook runs after authentication):
+ * - a body in a content coding (RFC 9110 §8.4.1): the service decodes none, so one labelled gzip would be stored
+ *   as if its compressed bytes were the JSON; decoding would also let a body past the 1 MiB limit. 415 naming
+ *   Content-Encoding, as §15.5.16 asks; `identity` is no coding and is accepted;
+ * - a transfer coding other than chunked, the same body by another header: Node's parser removes chunked only.
+ *   RFC 9112 §6.1 would rather have 501; 415 keeps one answer for every body the service cannot read as sent;
+ * - a Content-Type over MAX_CONTENT_TYPE_LENGTH.
+ */
+function refuseUnreadable(request: FastifyRequest): Problem | undefined {
+  const { 'content-encoding': contentEncoding, 'transfer-encoding': transferEncoding, 'content-type': contentType } = request.headers
+  if (contentEncoding !== undefined && !onlyCodings(contentEncoding, 'identity')) {
+    return unsupported('Content-Encoding', 'must be identity: no content coding is decoded', 'the request body must not be compressed')
+  }
+  if (transferEncoding !== undefined && !onlyCodings(transferEncoding, 'chunked')) {
+    return unsupported('Transfer-Encoding', 'must be chunked: no other transfer coding is decoded', 'the request body must not be compressed')
+  }
+  if (contentType !== undefined && contentType.length > MAX_CONTENT_TYPE_LENGTH) {
+    return unsupported('Content-Type', `must be at most ${MAX_CONTENT_TYPE_LENGTH} characters`, 'Content-Type must be application/json in UTF-8')
+  }
+  return undefined
+}
+
 /** The one body parser: JSON in UTF-8, decoded strictly; every other Content-Type is 415 (contract §5). */
 export function registerJsonBody(app: FastifyInstance): void {
+  app.addHook('preParsing', async (request) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return
+    const problem = refuseUnreadable(request)
+    if (problem) throw problem
+  })
   // JSON is the only body type; anything else is 415. JSON.parse keeps "__proto__" as an ordinary own key,
   // which validation then rejects as an unknown field, so it can never reach an object's prototype.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     // JSON is UTF-8 (RFC 8259 §8.1); a body declared in another charset would be misread, so it is refused.
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1]
-    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    const charset = charsetOf(request.headers['content-type'] ?? '')
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(new Problem('unsupported-media-type', 'Content-Type must be application/json in UTF-8'), undefined)
+      return
+    }
+    const bytes = body as Buffer
+    const exceeded = exceedsBounds(bytes)
+    if (exceeded) {
+      done(invalidRequest([{ pointer: '', detail: exceeded === 'depth' ? TOO_DEEP : TOO_MANY_VALUES }]), undefined)
       return
     }
     // Decoded strictly: a lenient decoder would turn bytes that are not UTF-8 into U+FFFD and store that instead
     // of what was sent.
     let text: string
     try {
-      text = strictUtf8.decode(body as Buffer)
+      text = strictUtf8.decode(bytes)
     } catch {
       done(invalidRequest([{ pointer: '', detail: 'is not valid UTF-8' }]), undefined)
       return

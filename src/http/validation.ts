@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
 import { invalidRequest, type ProblemDetail } from '../errors.js'
-import { parseEntityTags } from './conditional.js'
+import { MAX_ENTITY_TAGS_LENGTH, parseEntityTags } from './conditional.js'
 import { cursorFormat } from '../discovery/cursor.js'
 
 /**
@@ -34,7 +34,10 @@ const formats: Record<string, { validate(value: string): boolean; message(value:
   },
   'entity-tags': {
     validate: (value) => parseEntityTags(value) !== undefined,
-    message: () => 'must be * or a comma-separated list of entity tags such as "3"',
+    message: (value) =>
+      value.length > MAX_ENTITY_TAGS_LENGTH
+        ? `must be at most ${MAX_ENTITY_TAGS_LENGTH} characters`
+        : 'must be * or a comma-separated list of entity tags such as "3"',
   },
 }
 

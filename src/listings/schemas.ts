@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { MAX_ENTITY_TAGS_LENGTH } from '../http/conditional.js'
 
 /**
  * The listing API's shapes. Each schema here validates requests (http/validation.ts), gives the TypeScript
@@ -351,6 +352,7 @@ export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(
     Type.String({
       format: 'entity-tags',
+      maxLength: MAX_ENTITY_TAGS_LENGTH,
       description:
         'Apply the change only if the listing’s current version is this one: its ETag, e.g. `"3"` (a list of ' +
         'them, or `*`, also works). Otherwise `412` and nothing changes. Without it the change applies to ' +
@@ -365,6 +367,7 @@ export const IfNoneMatchHeaders = Type.Object({
   'if-none-match': Type.Optional(
     Type.String({
       format: 'entity-tags',
+      maxLength: MAX_ENTITY_TAGS_LENGTH,
       description:
         'The ETag of the representation you have: when it is still the current one the answer is `304` with no ' +
         'body (weak comparison; `*` matches anything). Format `entity-tags`: `*` or a comma-separated list of ' +
