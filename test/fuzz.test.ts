@@ -652,8 +652,11 @@ for (const dialect of await testDialects()) {
           if (body) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(body.length) })
           const response = await send(service.baseUrl, method, path, headers, body)
           const context = `${method} ${path.slice(0, 120)} → ${response.status} ${response.text.slice(0, 200)}`
-          assert.ok([400, 404].includes(response.status), context)
-          assertProblem(response, response.status, response.status === 404 ? 'not-found' : 'invalid-request')
+          // `create` names the create route: any other method there is 405.
+          const expected = segment === 'create' && method !== 'POST' ? [405] : [400, 404]
+          assert.ok(expected.includes(response.status), context)
+          const type = response.status === 404 ? 'not-found' : response.status === 405 ? 'method-not-allowed' : 'invalid-request'
+          assertProblem(response, response.status, type)
         }),
         settings,
       )
@@ -839,8 +842,11 @@ const within = (lo: number, hi: number) => (text: string) => {
   return n !== undefined && n >= lo && n <= hi
 }
 
-/** A cursor of the right shape that continues some other query: refused (naming cursor) only when all else is valid. */
-const FOREIGN_CURSOR = Buffer.from(JSON.stringify({ q: 'AAAAAAAAAAAAAAAA', k: 12.5, id: '01M7YQ1WE0XK8J4Q2ZB5N6C7D8' })).toString('base64url')
+/**
+ * A cursor of the right shape (payload, dot, signature) that the service did not issue: refused (naming cursor)
+ * only when all else is valid, since only then is its signature checked.
+ */
+const FOREIGN_CURSOR = `${Buffer.from(JSON.stringify({ q: 'AAAAAAAAAAAAAAAA', k: 12.5, id: '01M7YQ1WE0XK8J4Q2ZB5N6C7D8' })).toString('base64url')}.${'A'.repeat(22)}`
 
 /** Whether a single value of each known parameter is valid (contract §12, §7). */
 const discoverParameters: Record<string, (value: string) => boolean> = {
