@@ -33,12 +33,36 @@ function fingerprint(params: DiscoverParams): string {
   return hash('sha256', text, 'base64url').slice(0, 16)
 }
 
+interface Payload {
+  q: string
+  k: number
+  id: string
+}
+
+/** What a cursor's text says, when it has a cursor's shape: its payload (not yet known to be the service's). */
+function payloadOf(cursor: string): { payload: string; mac: string; value: Payload } | undefined {
+  if (!CURSOR_TEXT.test(cursor)) return undefined
+  const [payload, mac] = cursor.split('.') as [string, string]
+  let value: unknown
+  try {
+    value = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
+  } catch {
+    return undefined
+  }
+  const { q, k, id } = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
+  if (typeof q !== 'string' || typeof id !== 'string' || !LISTING_ID.test(id) || typeof k !== 'number' || !Number.isFinite(k) || k < 0) {
+    return undefined
+  }
+  return { payload, mac, value: { q, k, id } }
+}
+
 /**
- * The `discovery-cursor` format (http/validation.ts): the text's shape only, checked with the other parameters,
- * so a garbage cursor is named together with every other bad parameter of the request.
+ * The `discovery-cursor` format (http/validation.ts): the text's shape, checked with the other parameters, so a
+ * garbage cursor is named together with every other bad parameter of the request. Whether the service issued it
+ * is the route's to say (CursorCodec.decode).
  */
 export const cursorFormat = {
-  validate: (cursor: string) => CURSOR_TEXT.test(cursor),
+  validate: (cursor: string) => payloadOf(cursor) !== undefined,
   message: () => NOT_ONE,
 }
 
@@ -67,24 +91,13 @@ export class CursorCodec {
 
   /** The position a cursor names, or a sentence saying why it does not continue this query (for the 400). */
   decode(params: DiscoverParams, cursor: string): CursorKey | string {
-    if (!CURSOR_TEXT.test(cursor)) return NOT_ONE
-    const [payload, mac] = cursor.split('.') as [string, string]
+    const parsed = payloadOf(cursor)
+    if (!parsed) return NOT_ONE
     // Compared as text: base64url's last character has bits no decoder reads, so bytes would accept variants.
-    const expected = Buffer.from(this.#mac(payload).toString('base64url'))
-    const sent = Buffer.from(mac)
+    const expected = Buffer.from(this.#mac(parsed.payload).toString('base64url'))
+    const sent = Buffer.from(parsed.mac)
     if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) return NOT_ONE
-    // Issued by this service: the payload is what encode wrote. Its shape is still checked, as any input is.
-    let value: unknown
-    try {
-      value = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
-    } catch {
-      return NOT_ONE
-    }
-    const { q, k, id } = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
-    if (typeof q !== 'string' || typeof id !== 'string' || !LISTING_ID.test(id) || typeof k !== 'number' || !Number.isFinite(k) || k < 0) {
-      return NOT_ONE
-    }
-    if (q !== fingerprint(params)) return 'was given for other latitude, longitude, radiusKm, sort or minDiscountRate'
-    return { key: k, id }
+    if (parsed.value.q !== fingerprint(params)) return 'was given for other latitude, longitude, radiusKm, sort or minDiscountRate'
+    return { key: parsed.value.k, id: parsed.value.id }
   }
 }
