@@ -266,9 +266,12 @@ function attackFor(scenario: Scenario, setup: Setup): Attack {
             const first = await timed(`${baseUrl}/api/v1/discover?${query}`, { headers: bearer(marketplaces.attacker) })
             const real = (JSON.parse(first.text) as { nextCursor: string | null }).nextCursor
             if (!real) throw new Error(`no nextCursor to forge from: ${first.status} ${first.text.slice(0, 200)}`)
-            const decoded = JSON.parse(Buffer.from(real, 'base64url').toString('utf8')) as { q: string; k: number; id: string }
+            // Unsigned before 2026-11-25 (base64url JSON), signed since (that, a dot, a MAC): the MAC, if any, is kept.
+            const [payload, mac] = real.split('.') as [string, string | undefined]
+            const decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { q: string; k: number; id: string }
             for (const k of [decoded.k + 0.5, 1e300, Number.MAX_SAFE_INTEGER + 2, 2 ** 63 + 1, 0.000001]) {
-              forged.push(`${query}&cursor=${Buffer.from(JSON.stringify({ ...decoded, k })).toString('base64url')}`)
+              const rekeyed = Buffer.from(JSON.stringify({ ...decoded, k })).toString('base64url')
+              forged.push(`${query}&cursor=${mac === undefined ? rekeyed : `${rekeyed}.${mac}`}`)
             }
           }
           const loop = () =>

@@ -100,6 +100,23 @@ const PROVIDER_SHARE = 48
 
 // The two databases side by side; within one, the tests one after another, so that none is measured while
 // another floods the machine.
+
+/** A create sent on a connection of its own, whose answer nobody waits for: the test may abandon it (destroy). */
+function sendCreate(port: number, token: string, body: unknown): http.ClientRequest {
+  const bytes = Buffer.from(JSON.stringify(body))
+  const request = http.request({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path: '/api/v1/listing/create',
+    agent: false,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': bytes.length },
+  })
+  request.on('error', () => {})
+  request.end(bytes)
+  return request
+}
+
 describe('image probe starvation and orphaned work (issue 25 item 4)', { concurrency: true }, () => {
   for (const dialect of dialects) {
     describe(`[${dialect}]`, { concurrency: 1 }, () => {
@@ -191,18 +208,7 @@ describe('image probe starvation and orphaned work (issue 25 item 4)', { concurr
         const { server, images, tokens } = await setUp(dialect, { IMAGE_FETCH_TIMEOUT_MS: '60000' })
         const clients: http.ClientRequest[] = []
         for (let n = 0; n < 20; n++) {
-          const bytes = Buffer.from(JSON.stringify(hangingBody(images, `abandoned-${n}`, 7)))
-          const request = http.request({
-            host: '127.0.0.1',
-            port: server.port,
-            method: 'POST',
-            path: '/api/v1/listing/create',
-            agent: false,
-            headers: { authorization: `Bearer ${tokens[0]}`, 'content-type': 'application/json', 'content-length': bytes.length },
-          })
-          request.on('error', () => {})
-          request.end(bytes)
-          clients.push(request)
+          clients.push(sendCreate(server.port, tokens[0] as string, hangingBody(images, `abandoned-${n}`, 7)))
         }
         // 160 images: the provider's share of fetches is running, the rest wait for a slot.
         await eventually(() => images.openRequests() >= PROVIDER_SHARE, 10_000, 'the creates fetching their images')
@@ -250,17 +256,7 @@ describe('image probe starvation and orphaned work (issue 25 item 4)', { concurr
         const leaverBody = listingBody({}, 1)
         leaverBody.brand.imageUrl = images.url('/held/shared.png')
         leaverBody.items[0].imageUrl = images.url('/hang/leaver-own')
-        const bytes = Buffer.from(JSON.stringify(leaverBody))
-        const leaver = http.request({
-          host: '127.0.0.1',
-          port: server.port,
-          method: 'POST',
-          path: '/api/v1/listing/create',
-          agent: false,
-          headers: { authorization: `Bearer ${tokens[0]}`, 'content-type': 'application/json', 'content-length': bytes.length },
-        })
-        leaver.on('error', () => {})
-        leaver.end(bytes)
+        const leaver = sendCreate(server.port, tokens[0] as string, leaverBody)
         const requestOf = (path: string) => images.requests.find((request) => request.path === path)
         await eventually(() => !!requestOf('/held/shared.png') && !!requestOf('/hang/leaver-own'), 10_000, 'both probes started')
 
