@@ -67,10 +67,10 @@ export interface AppDependencies {
  */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1000
 
-/** Request bodies above this are refused with 413 before they are read (contract §5). */
+/** Request bodies above this are refused with 413 before they are read (docs/api.md#requests-and-responses). */
 export const BODY_LIMIT_BYTES = 1024 * 1024
 
-// Contract §4: a client's X-Request-Id is echoed when it is at most 128 visible ASCII characters.
+// docs/api.md#errors: a client's X-Request-Id is echoed when it is at most 128 visible ASCII characters.
 const CLIENT_REQUEST_ID = /^[\x21-\x7E]{1,128}$/
 
 const isApiPath = (url: string) => url === '/api/v1' || url.startsWith('/api/v1/') || url.startsWith('/api/v1?')

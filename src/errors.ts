@@ -4,7 +4,7 @@ import { isDatabaseCorrupt, isDatabaseUnavailable } from './db/dialect.js'
 import { closeAfterLinger } from './http/linger.js'
 
 /**
- * Every error the API returns, by its RFC 9457 `type` (contract §4). `description` is what the OpenAPI document
+ * Every error the API returns, by its RFC 9457 `type` (docs/api.md#errors). `description` is what the OpenAPI document
  * tells an integrator about when it happens.
  */
 export const problemTypes = {
@@ -153,7 +153,7 @@ const problemTypeList = Object.entries(problemTypes)
   .map(([type, { status }]) => `\`/problems/${type}\` (${status})`)
   .join(', ')
 
-/** The body of every error response (contract §4); the OpenAPI document shows it for every error status. */
+/** The body of every error response (docs/api.md#errors); the OpenAPI document shows it for every error status. */
 export const ProblemSchema = Type.Object(
   {
     success: Type.Literal(false),

@@ -10,7 +10,7 @@ const QUERY_OPERATIONS: readonly QueryOperation[] = ['select', 'insert', 'update
 export const UNMATCHED_ROUTE = 'unmatched'
 
 /**
- * Every metric the service exposes on GET /metrics (contract §8), in a registry of its own rather than
+ * Every metric the service exposes on GET /metrics (docs/operations.md#metrics), in a registry of its own rather than
  * prom-client's global one, so that several apps in one process (the tests) never share or collide.
  * Label values are bounded and say nothing about callers: a route template, a status, an outcome, an
  * operation; never a URL, provider id or token.

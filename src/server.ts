@@ -16,7 +16,7 @@ import { ProviderRepository, type IssuedToken } from './providers/repository.js'
 import { openWrites } from './writes/writes.js'
 
 /**
- * Contract §8: after SIGTERM/SIGINT the process exits 0 within 10 s. Milliseconds from the signal:
+ * docs/operations.md#shutdown-and-drain: after SIGTERM/SIGINT the process exits 0 within 10 s. Milliseconds from the signal:
  * - CUT_WAITING_AT: requests still waiting on image probes answer 503, having stored nothing. A create's whole
  *   wait is bounded by IMAGE_FETCH_TIMEOUT_MS, which may be set longer than the grace; such a wait is cut, not
  *   waited for.

@@ -45,7 +45,7 @@ export interface Database {
 
 type Target = { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string }
 
-/** `sqlite:<path>`, `sqlite::memory:`, `postgres://…`, `postgresql://…` (contract §2). */
+/** `sqlite:<path>`, `sqlite::memory:`, `postgres://…`, `postgresql://…` (docs/operations.md#configuration). */
 export function parseDatabaseUrl(url: string): Target {
   if (url === 'sqlite::memory:') return { dialect: 'sqlite', path: ':memory:' }
   if (url.startsWith('sqlite:') && url.length > 'sqlite:'.length) {
@@ -158,7 +158,7 @@ function withNamedStatements(pool: pg.Pool, queryTimeoutMs: number | undefined):
 
 /**
  * PostgreSQL time bounds, so a database that is down or silent ends a request as 503 in bounded time (contract
- * §4) instead of hanging it. Every query a request makes is an index lookup or one insert statement taking
+ * docs/operations.md#when-the-database-is-unavailable) instead of hanging it. Every query a request makes is an index lookup or one insert statement taking
  * milliseconds (a 100-item create included), so 5 s is far beyond any legitimate one yet short enough to
  * answer a client before its own timeout. Migrations are exempt (Database.unbounded, beginExclusive).
  */

@@ -35,7 +35,7 @@ function enableWal(sqlite: SQLite.Database): void {
 
 /**
  * A SQLite connection as the service uses one, from any thread. WAL + synchronous=FULL: an acknowledged commit
- * survives power loss (contract §9).
+ * survives power loss (docs/operations.md#sqlite-the-default).
  */
 export function openSqliteConnection(path: string): SQLite.Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })

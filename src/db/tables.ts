@@ -47,7 +47,7 @@ export interface ListingsTable {
    * listing written by a version before this column; the reader then falls back to listing_items.
    */
   items_json: string | null
-  /** Grows by 1 with every change (contract §10). */
+  /** Grows by 1 with every change (docs/api.md#versions-and-entity-tags). */
   version: Generated<number>
   updated_at_ms: number
   withdrawn_at_ms: Generated<number | null>

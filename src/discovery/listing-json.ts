@@ -21,7 +21,7 @@ export function discoveredListingJson(state: ListingState, industry: string, now
  * Discovered listings as JSON text, by id and version. A listing in a dense city is on the pages of every
  * consumer near it; reading it whole and writing it again for each page was most of a discovery request (the
  * second query, turning rows into states, the view, the serializer). A listing's text changes only with its
- * version (every change bumps it, contract §10), and the candidate query reads the version with the conditions
+ * version (every change bumps it, docs/api.md#versions-and-entity-tags), and the candidate query reads the version with the conditions
  * that make a listing discoverable, in one statement: text found here under that version is exactly the
  * listing that query saw. Only `active` listings are discovered, and an active listing's view depends on the
  * time only through its status, so a text written at one moment holds at every other while the listing is active.

@@ -17,7 +17,7 @@ export interface DiscoveryRoutesOptions {
 const PAGE_START = Buffer.from('{"data":[')
 const ENTRY_END = Buffer.from('}')
 
-/** Contract §12: every provider's active listings around a point, for marketplaces. */
+/** docs/api.md#discovery: every provider's active listings around a point, for marketplaces. */
 export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async (app, { discovery, cursors, clock }) => {
   const listingTexts = new DiscoveredJsonCache()
   app.get(

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { exampleListingView, ListingView } from '../listings/schemas.js'
 
-/** Discovery's shapes (contract §12): the query, and a page of listings with their distances. */
+/** Discovery's shapes (docs/api.md#discovery): the query, and a page of listings with their distances. */
 
 const closed = { additionalProperties: false } as const
 

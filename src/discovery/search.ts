@@ -72,7 +72,7 @@ const byKeyThenId = (key: (hit: Hit) => number) => (a: Hit, b: Hit) => key(a) - 
  * another page exists).
  */
 export async function search(query: SearchQuery, candidates: Candidates): Promise<Hit[]> {
-  // Active now: contract §10 says expired once now ≥ expiresAtUnix × 1000.
+  // Active now: docs/api.md#statuses-and-expiry says expired once now ≥ expiresAtUnix × 1000.
   const firstLiving = Math.floor(query.nowMs / 1000) + 1
   const wanted = query.limit + 1
   const hitsOf = (rows: CandidateRow[], within: number, key: (hit: Hit) => number) => {

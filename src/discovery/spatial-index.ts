@@ -28,7 +28,7 @@ export interface QueryArea {
 /** The exact conditions besides the area: what makes a listing discoverable now, and the expiry range asked. */
 export interface ActiveFilter {
   minDiscountRate: number
-  /** Inclusive: nowUnix + 1 or more (contract §10: expired once now ≥ expiresAtUnix). */
+  /** Inclusive: nowUnix + 1 or more (docs/api.md#statuses-and-expiry: expired once now ≥ expiresAtUnix). */
   expiresFrom: number
   /** Inclusive, or no upper end. */
   expiresUntil: number | null

@@ -1,5 +1,5 @@
 /*
- * Geometry of discovery (contract §12): great-circle distance on a sphere of radius 6,371,008.8 m, and the
+ * Geometry of discovery (docs/api.md#discovery): great-circle distance on a sphere of radius 6,371,008.8 m, and the
  * boxes a query asks the index for. Pure arithmetic, no Kysely: the SQLite writer thread imports it.
  *
  * A listing's position is indexed by its point on the unit sphere in 3-D (x, y, z), not by latitude and

@@ -5,7 +5,7 @@ import { eventBit } from '../webhooks/event-mask.js'
 import type { EventType } from './types.js'
 
 /*
- * The outbox (contract §11): every change of a listing writes its event inside the change's own transaction,
+ * The outbox (docs/api.md#events): every change of a listing writes its event inside the change's own transaction,
  * so there is never a change without its event nor an event without its change. Loaded by the SQLite writer
  * thread: no Kysely.
  */
@@ -70,7 +70,7 @@ export function* recordEvents(d: ScriptSql, providerId: string, nowMs: number, e
 const DELIVERY_COLUMNS = 'id, endpoint_id, event_id, provider_id, event_type, attempts, next_attempt_at_ms, created_at_ms'
 
 /**
- * The webhook deliveries an event owes (contract §11: every endpoint enabled and subscribed to its type when it
+ * The webhook deliveries an event owes (docs/api.md#events: every endpoint enabled and subscribed to its type when it
  * commits), written with the event: a delivery can never be lost between the two. Its first attempt is due at
  * once. For a provider without endpoints this is one probe of an empty index range.
  */

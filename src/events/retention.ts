@@ -1,7 +1,7 @@
 import { execute, query, type Script, type ScriptSql } from '../db/script.js'
 
 /*
- * EVENT_RETENTION_DAYS (contract §11): events older than that are removed, with the deliveries they still owe
+ * EVENT_RETENTION_DAYS (docs/api.md#events): events older than that are removed, with the deliveries they still owe
  * and the delivery log of that age. A write script (db/script.ts), run in bounded batches by every instance
  * (background.ts); two instances pruning at once remove each row once. Loaded by the SQLite writer thread.
  */

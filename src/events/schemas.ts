@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox'
 import { exampleListingView, ListingView, Timestamp } from '../listings/schemas.js'
 import { EventTypes } from './record.js'
 
-/** The event feed's shapes (contract §11); an event is also what a webhook delivery's body is. */
+/** The event feed's shapes (docs/api.md#events); an event is also what a webhook delivery's body is. */
 
 const closed = { additionalProperties: false } as const
 

@@ -1,7 +1,7 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 
 /**
- * Contract §8: exactly one JSON line per request, written when it is answered: request id (the logger's
+ * docs/operations.md#logs: exactly one JSON line per request, written when it is answered: request id (the logger's
  * binding), provider id, method, route, status, duration. Headers are never logged, so neither is any token.
  */
 export class AccessLog extends LogController {

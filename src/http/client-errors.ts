@@ -6,7 +6,7 @@ import { Problem, PROBLEM_CONTENT_TYPE } from '../errors.js'
 /**
  * Node's HTTP parser refuses some requests before any route sees them: a client too slow to send its headers or
  * body (the timeouts in app.ts), headers over the size limit, or bytes that are not HTTP. Fastify answers those
- * with its own JSON; contract §4 wants every error as problem+json with an X-Request-Id, so this answers them.
+ * with its own JSON; docs/api.md#errors wants every error as problem+json with an X-Request-Id, so this answers them.
  * They concern the connection, not a route, so no operation of the OpenAPI document lists them.
  */
 

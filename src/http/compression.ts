@@ -5,7 +5,7 @@ import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 
 /**
- * Contract §13: responses of 1 KiB or more are compressed with br or gzip when Accept-Encoding allows, never
+ * docs/api.md#compression: responses of 1 KiB or more are compressed with br or gzip when Accept-Encoding allows, never
  * when it does not, with Vary: Accept-Encoding. @fastify/compress does it for every route registered after it,
  * bodies and streams alike (the /docs assets); pages served from a cache send bytes compressed once instead
  * (listings/page-body.ts), with the same negotiation and settings as here.

@@ -6,7 +6,7 @@ import type { ImageCheck } from '../images/check.js'
 const shuttingDown = (detail: string) => new Problem('unavailable', detail)
 
 /**
- * Contract §8 (SIGTERM/SIGINT: stop accepting, finish in-flight requests, exit 0 within 10 s), as the app
+ * docs/operations.md#shutdown-and-drain (SIGTERM/SIGINT: stop accepting, finish in-flight requests, exit 0 within 10 s), as the app
  * sees it. server.ts decides when each step happens; this holds the state the request path reads.
  *
  * Fastify's own answer to requests that reach a closing server is a bare JSON 503, and a request already in
@@ -71,7 +71,7 @@ export class Drain {
 
 /**
  * Root-level hooks. The onRequest hook is added after the one that sets X-Request-Id, so the 503 carries it.
- * GET /healthz keeps answering 200 while the process runs (contract §8): it says "alive", and the process is,
+ * GET /healthz keeps answering 200 while the process runs (docs/operations.md#shutdown-and-drain): it says "alive", and the process is,
  * finishing its work; /readyz and everything else answer 503 from the first moment of the drain.
  */
 export function addDrainHooks(app: FastifyInstance, drain: Drain): void {

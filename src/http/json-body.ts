@@ -60,7 +60,7 @@ function refuseUnreadable(request: FastifyRequest): Problem | undefined {
   return undefined
 }
 
-/** The one body parser: JSON in UTF-8, decoded strictly; every other Content-Type is 415 (contract §5). */
+/** The one body parser: JSON in UTF-8, decoded strictly; every other Content-Type is 415 (docs/api.md#requests-and-responses). */
 export function registerJsonBody(app: FastifyInstance): void {
   app.addHook('preParsing', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return

@@ -51,7 +51,7 @@ export function jsonResponse(
 }
 
 /**
- * 304 to a conditional GET (contract §13): no body. Responses without content carry their headers only; the
+ * 304 to a conditional GET (docs/api.md#conditional-requests): no body. Responses without content carry their headers only; the
  * document's generator takes `type: 'null'` to mean "no content".
  */
 export function notModifiedResponse(etag: string) {
@@ -62,7 +62,7 @@ export function notModifiedResponse(etag: string) {
   }
 }
 
-/** The ETag response header of a listing (contract §10), as @fastify/swagger takes a header: a JSON schema. */
+/** The ETag response header of a listing (docs/api.md#versions-and-entity-tags), as @fastify/swagger takes a header: a JSON schema. */
 export const listingEtagHeader = {
   ETag: {
     type: 'string',

@@ -136,7 +136,7 @@ function problemResponse(types: ProblemType[], operation: Operation): Response {
 
 /**
  * @fastify/swagger `transformObject`: turns each operation's `x-problems` into its error responses, and gives
- * every response the X-Request-Id header (contract §4: always on the response).
+ * every response the X-Request-Id header (docs/api.md#errors: always on the response).
  */
 export function addProblemResponses(document: OpenApiDocument): void {
   const components = (document.components ??= {})

@@ -4,7 +4,7 @@ import ipaddr from 'ipaddr.js'
 export type AddressPolicy = (address: string) => boolean
 
 /**
- * Public unicast only (contract §6). Everything ipaddr.js puts in a special range is refused: loopback,
+ * Public unicast only (docs/api.md#images). Everything ipaddr.js puts in a special range is refused: loopback,
  * unspecified, private, link-local (169.254.169.254 is the cloud metadata service), CGNAT, unique-local,
  * multicast, broadcast, reserved, and the IPv6 ranges that embed or tunnel to an IPv4 address (NAT64, 6to4,
  * Teredo), whose IPv4 part could be any of those. IPv4-mapped addresses are judged by their IPv4 part.

@@ -122,7 +122,7 @@ function contentRangeTotal(value: string | undefined): number | undefined {
 
 /** The error, or one of its causes, that is an instance of `type`. */
 /**
- * Fetches listing images before they are stored (contract §6) and judges them by what they are: format by
+ * Fetches listing images before they are stored (docs/api.md#images) and judges them by what they are: format by
  * their first bytes, size by their full length, never by headers alone. It is the service's most exposed
  * code: callers choose the URLs, so every connection goes through guardedConnector (public addresses only,
  * checked on the address actually connected to, on every redirect hop), every body is read with a byte cap,

@@ -1,4 +1,4 @@
-/** Image formats accepted, recognised by their first bytes only (contract §6). */
+/** Image formats accepted, recognised by their first bytes only (docs/api.md#images). */
 export type ImageFormat = 'jpeg' | 'png' | 'gif' | 'webp'
 
 export const ACCEPTED_FORMATS = 'jpg, png, gif, webp'

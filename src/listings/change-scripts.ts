@@ -7,7 +7,7 @@ import { itemsJson } from './page-json.js'
 import type { Categories, PatchListingInput } from './schemas.js'
 
 /*
- * The changes of contract §10 as write scripts (db/script.ts): one code base, run by the SQLite writer thread
+ * The changes of docs/api.md#statuses-and-expiry as write scripts (db/script.ts): one code base, run by the SQLite writer thread
  * and on PostgreSQL alike. Each reads the listing locked (FOR UPDATE on PostgreSQL: concurrent changes of one
  * listing, from any instance, serialise there), decides, writes the listing and its event, and answers with
  * what happened. Nothing is written unless something changes.

@@ -31,7 +31,7 @@ function replay(existing: StoredListingRef, hash: string, input: CreateListingIn
 }
 
 /**
- * Contract §5 after validation: referenceId check → image checks → store. A replay is answered before any
+ * docs/api.md#requests-and-responses after validation: referenceId check → image checks → store. A replay is answered before any
  * image is fetched; a request that fails stores nothing, so it reserves nothing.
  */
 export async function createListing(

@@ -6,7 +6,7 @@ const BATCH = 500
 
 /**
  * Records expiries (change-scripts.ts expireDue): every instance runs this every SWEEP_INTERVAL_MS, so an
- * expiry's event is committed within that of expiresAtUnix while any instance runs (contract §11: within 10 s),
+ * expiry's event is committed within that of expiresAtUnix while any instance runs (docs/api.md#events: within 10 s),
  * and at start after downtime. Returns how many were recorded.
  */
 export async function recordExpiries(writes: Writes, clock: Clock): Promise<number> {

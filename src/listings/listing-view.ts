@@ -3,7 +3,7 @@ import { effective, type ListingState } from './listing-state.js'
 import type { Categories, ListingTypes, ListingView, SubCategories } from './schemas.js'
 
 /**
- * "The listing as read" (contract §10, the ListingView schema), made from a stored state: the one place that
+ * "The listing as read" (docs/api.md#statuses-and-expiry, the ListingView schema), made from a stored state: the one place that
  * shape is made, for GET one, PATCH, withdraw, every event's data and discovery. Keys come in the schema's order.
  * `nowMs` decides the status; an event passes its own time, so its data is the listing as it was right then.
  */
@@ -44,5 +44,5 @@ export function listingView(state: ListingState, industry: string, nowMs: number
   }
 }
 
-/** The ETag of a listing as read: its version in quotes (contract §10). */
+/** The ETag of a listing as read: its version in quotes (docs/api.md#versions-and-entity-tags). */
 export const listingEtag = (view: Pick<ListingView, 'version'>) => `"${view.version}"`

@@ -89,7 +89,7 @@ function answer(reply: FastifyReply, outcome: ChangeOutcome, provider: Provider,
 const listingResponse = (description: string) =>
   jsonResponse(description, ListingView, { listing: exampleListingView }, listingEtagHeader)
 
-/** Contract §10: read one listing, change it, withdraw it. */
+/** docs/api.md#statuses-and-expiry: read one listing, change it, withdraw it. */
 export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = async (app, { listings, clock }) => {
   /** GET one listing, found by `find` from the route's one path parameter. */
   const readRoute = (
@@ -114,7 +114,7 @@ export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = asy
         const state = await find(provider.id, (request.params as Record<string, string>)[parameter] as string)
         if (!state) throw notFound(parameter)
         const nowMs = clock()
-        // The same ETag for every Content-Encoding (contract §10: the version); most listings are over 1 KiB.
+        // The same ETag for every Content-Encoding (docs/api.md#versions-and-entity-tags: the version); most listings are over 1 KiB.
         reply.header('cache-control', 'private, no-cache').header('vary', 'accept-encoding')
         // A client polling an unchanged listing costs the lookup only: nothing is rendered.
         const etag = listingEtag(effective(state, nowMs))

@@ -242,7 +242,7 @@ export const exampleListingsPage: ListingsPage = {
   ],
 }
 
-// ---- One listing, as read (contract §10): GET one, PATCH, withdraw, every event's data, discovery ----------------
+// ---- One listing, as read (docs/api.md#statuses-and-expiry): GET one, PATCH, withdraw, every event's data, discovery ----------------
 
 /** UTC, to the millisecond: how every time of the API is written (`Date.prototype.toISOString`). */
 export const Timestamp = Type.String({
@@ -362,7 +362,7 @@ export const IfMatchHeaders = Type.Object({
   ),
 })
 
-/** `If-None-Match` on reads (contract §13): the ETag a client has; a match answers 304 without a body. */
+/** `If-None-Match` on reads (docs/api.md#conditional-requests): the ETag a client has; a match answers 304 without a body. */
 export const IfNoneMatchHeaders = Type.Object({
   'if-none-match': Type.Optional(
     Type.String({

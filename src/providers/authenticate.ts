@@ -7,7 +7,7 @@ import type { Principal, Provider, ProviderRepository } from './repository.js'
 import { hashToken, isWellFormedToken } from './tokens.js'
 
 /**
- * How long a token, once found valid, is believed without asking the database again. Contract §3 lets a
+ * How long a token, once found valid, is believed without asking the database again. docs/api.md#authentication lets a
  * revoked token work for up to 5 s on every instance; 2 s leaves margin. Each instance keeps its own cache
  * and no entry outlives this, so revocation reaches every instance in time without any message between them.
  */
@@ -24,7 +24,7 @@ declare module 'fastify' {
     provider: Provider | null
   }
   interface FastifyContextConfig {
-    /** Which kind of client a route under /api/v1 serves (contract §12); provider unless it says otherwise. */
+    /** Which kind of client a route under /api/v1 serves (docs/api.md#discovery); provider unless it says otherwise. */
     principal?: PrincipalKind
   }
 }
@@ -56,8 +56,8 @@ const forbidden = (wanted: PrincipalKind, got: PrincipalKind) =>
 
 /**
  * onRequest hook: runs before the body is read, so an unauthenticated request costs no parsing, validation
- * or image fetching (contract §3: authentication happens before any other work). A valid token of the other
- * kind than the route serves (its config.principal) is 403 (§12), also before any other work. A path no route
+ * or image fetching (docs/api.md#authentication: authentication happens before any other work). A valid token of the other
+ * kind than the route serves (its config.principal) is 403 (docs/api.md#discovery), also before any other work. A path no route
  * serves stays 404 for either kind.
  */
 export function authenticate(providers: ProviderRepository, clock: Clock): onRequestAsyncHookHandler {

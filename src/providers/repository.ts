@@ -11,7 +11,7 @@ export interface Provider {
   industry: string
 }
 
-/** Who a valid token belongs to: a provider (listing routes) or a marketplace (discovery), contract §12. */
+/** Who a valid token belongs to: a provider (listing routes) or a marketplace (discovery), docs/api.md#discovery. */
 export type Principal = { kind: 'provider'; provider: Provider } | { kind: 'marketplace'; marketplace: Marketplace }
 
 export interface ProviderSummary extends Provider {

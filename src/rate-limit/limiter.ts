@@ -6,7 +6,7 @@ import { MemoryStore } from './memory-store.js'
 import { RedisStore } from './redis-store.js'
 import type { RateLimitStore } from './store.js'
 
-/** Contract §8 counts requests per minute: one fixed window of 60 s per provider. */
+/** docs/api.md#rate-limits counts requests per minute: one fixed window of 60 s per provider. */
 export const WINDOW_MS = 60_000
 
 // The one policy, named in both headers so a client can match them (draft-ietf-httpapi-ratelimit-headers-11).

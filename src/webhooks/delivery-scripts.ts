@@ -122,7 +122,7 @@ export interface AttemptRecord {
 export interface RecordArgs {
   nowMs: number
   records: AttemptRecord[]
-  /** An endpoint whose attempts have all failed for this long is disabled (contract §11: 5 days). */
+  /** An endpoint whose attempts have all failed for this long is disabled (docs/api.md#webhooks: 5 days). */
   disableAfterMs: number
 }
 

@@ -11,7 +11,7 @@ export type EndpointRow = WebhookEndpointsTable
 export const ENDPOINT_COLUMNS =
   'id, provider_id, url, event_mask, status, disabled_reason, created_at_ms, secret, previous_secret, previous_secret_until_ms, failing_since_ms'
 
-/** Contract §11: a provider has at most this many endpoints. */
+/** docs/api.md#webhooks: a provider has at most this many endpoints. */
 export const MAX_ENDPOINTS_PER_PROVIDER = 10
 
 export interface NewEndpoint {
@@ -49,7 +49,7 @@ export function* deleteEndpoint(_d: ScriptSql, { providerId, endpointId }: Owned
   return true
 }
 
-/** A new secret; the one it replaces keeps signing until `previousUntilMs` (contract §11: 24 h). */
+/** A new secret; the one it replaces keeps signing until `previousUntilMs` (docs/api.md#webhooks: 24 h). */
 export function* rotateSecret(
   _d: ScriptSql,
   { providerId, endpointId, secret, previousUntilMs }: Owned & { secret: string; previousUntilMs: number },

@@ -35,7 +35,7 @@ export interface WebhookRoutesOptions {
   policy: AddressPolicy
 }
 
-/** Contract §11: after a rotation the previous secret signs too, for this long. */
+/** docs/api.md#webhooks: after a rotation the previous secret signs too, for this long. */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000
 
 /** The shape of every endpoint id (ids.ts prefixedId): anything else names no endpoint and is not looked up. */
@@ -51,7 +51,7 @@ const endpointResponse = (description: string) =>
 
 const PROBLEMS: ProblemType[] = ['invalid-request', 'not-found', 'internal', 'unavailable']
 
-/** Contract §11: a provider's webhook endpoints and their delivery log. */
+/** docs/api.md#webhooks: a provider's webhook endpoints and their delivery log. */
 export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { webhooks, writes, clock, policy }) => {
   /** The endpoint the path names, of the caller's; 404 otherwise. */
   const ownEndpoint = async (providerId: string, webhookId: string): Promise<EndpointRow> => {

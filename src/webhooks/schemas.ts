@@ -3,7 +3,7 @@ import { EventType } from '../events/schemas.js'
 import { EventTypes } from '../events/types.js'
 import { Timestamp } from '../listings/schemas.js'
 
-/** The webhook API's shapes (contract §11): validation, types and the OpenAPI document from one source. */
+/** The webhook API's shapes (docs/api.md#webhooks): validation, types and the OpenAPI document from one source. */
 
 const closed = { additionalProperties: false } as const
 

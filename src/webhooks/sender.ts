@@ -22,7 +22,7 @@ const RESPONSE_BYTES_READ = 4096
 
 /**
  * POSTs webhook deliveries. Every connection goes through the images' guarded connector: the address policy
- * (contract §6) is applied on every attempt to the address actually connected to, so a host name that resolves
+ * (docs/api.md#images) is applied on every attempt to the address actually connected to, so a host name that resolves
  * somewhere forbidden — now or after a DNS change — is never contacted. Redirects are not followed (undici's
  * request follows none). The whole attempt, connecting included, is bounded by `timeoutMs`.
  */

@@ -34,7 +34,7 @@ export interface DeliveryWorkerOptions {
 
 const NO_OBSERVER: AttemptObserver = { attempted: () => {}, firstAttemptLag: () => {} }
 
-/** Contract §11: an endpoint with only failures for 5 days is disabled. */
+/** docs/api.md#webhooks: an endpoint with only failures for 5 days is disabled. */
 export const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000
 
 /**
@@ -72,7 +72,7 @@ const CLAIM_COALESCE_MS = 10
 const BUSY_CLAIM = 12
 
 /**
- * Delivers webhook events (contract §11); every instance runs one. It claims due deliveries (a lease in the
+ * Delivers webhook events (docs/api.md#webhooks); every instance runs one. It claims due deliveries (a lease in the
  * database: delivery-scripts.ts), POSTs each signed event through the guarded sender, and records outcomes in
  * batches, rescheduling failures after each delay of the schedule, up to 10 % later. Due times live in the
  * database, not in timers, so nothing is lost across restarts; the worker only polls. No Fastify here but the
