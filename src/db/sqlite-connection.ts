@@ -49,7 +49,7 @@ export function openSqliteConnection(path: string): SQLite.Database {
   // Reads of the database file through memory mapping instead of a read() per page into SQLite's own 2 MB page
   // cache: at 1M listings a discovery query touched a few hundred scattered pages (then its R*Tree nodes and each
   // candidate's row), and copying each one through the cache made the same query cost 1.5-4x what it did at 100k
-  // (bench/README.md). The mapping holds no memory of its own: the kernel's page cache backs it.
+  // (docs/benchmarks.md). The mapping holds no memory of its own: the kernel's page cache backs it.
   if (path !== ':memory:') sqlite.pragma(`mmap_size = ${SQLITE_MMAP_BYTES}`)
   return sqlite
 }

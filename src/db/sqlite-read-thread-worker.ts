@@ -57,7 +57,7 @@ function answer({ id, sql, parameters }: Read): ReadReply {
 
 /**
  * Every read waiting, answered in one message: a message each cost both threads a wake-up and a clone (~165 µs of
- * CPU for a read alone, ~25 µs each with 16 waiting, on the 2-core machine of bench/README.md). A read's answer
+ * CPU for a read alone, ~25 µs each with 16 waiting, on the 2-core machine of docs/benchmarks.md). A read's answer
  * so waits for the others of its batch; the reads sent here are discovery's candidate queries, all short.
  */
 const reads = new ArrivingTogether<Read>((waiting) => port.postMessage(waiting.map(answer)))

@@ -49,7 +49,7 @@ export function rowsOf({ names, values, count }: ReadColumns): Array<Record<stri
  * the main connection would), and the event loop only parses, checks and writes.
  *
  * One thread: SQLite reads on separate connections could run in parallel, but this machine class has 2 cores,
- * one of them the event loop's, and with one reader the machine was already ~90% busy (bench/README.md). The
+ * one of them the event loop's, and with one reader the machine was already ~90% busy (docs/benchmarks.md). The
  * thread starts with the first read and is started again if it dies.
  */
 export class SqliteReadThread {
