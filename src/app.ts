@@ -136,7 +136,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   // Before any route: compression applies to the routes registered after it, /docs' assets included.
   await registerCompression(app)
-  // First of the routes, so that the document generator sees every route registered after it.
   // Counted in this instance's memory, never through Redis: a coarse guard against one address hammering the
   // routes without a token (the document, the docs page's assets, the exposition), which need no shared exact
   // count. The health probes are left free for orchestrators.
@@ -147,6 +146,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       if (isPublicDocumentRoute(request.routeOptions.url)) await publicLimiter.onRequest.call(app, request, reply)
     })
   }
+  // First of the routes, so that the document generator sees every route registered after it.
   await registerOpenApi(app)
   registerMetrics(app, metrics, { route: config.METRICS_PORT === undefined })
   await app.register(healthRoutes, { database })
