@@ -4,7 +4,7 @@
  * are what the service writes; seq is dense 1..N, one listing per millisecond, and the provider's counters
  * match. No events are written: the seeded listings are as if created before the event feed existed. The service then starts on this database as it would on a real one.
  */
-import { sql, type Kysely } from 'kysely'
+import { sql } from 'kysely'
 import type { Database } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
 import { cellOf } from '../src/discovery/cells.js'

@@ -9,7 +9,7 @@ import { item, listingBody } from './fixtures.js'
 import { createTestDatabase, testDialects, type TestDatabase } from './helper.js'
 import { postCreate, tryConnect } from './http-support.js'
 import { serveBytes, IMAGES, startImageServer, type ImageServer } from './image-server.js'
-import { killAll, runCli, startServer, type Exit, type ServerProcess } from './process.js'
+import { killAll, runCli, startServer, type Exit } from './process.js'
 
 /**
  * Contract §8: SIGTERM or SIGINT stops accepting connections, finishes in-flight requests (here: creates

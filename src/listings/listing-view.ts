@@ -1,6 +1,6 @@
 import { fromThousandths } from './columns.js'
 import { effective, type ListingState } from './listing-state.js'
-import type { Categories, ListingTypes, ListingView, SubCategories } from './schemas.js'
+import type { ListingTypes, ListingView } from './schemas.js'
 
 /**
  * "The listing as read" (docs/api.md#statuses-and-expiry, the ListingView schema), made from a stored state: the one place that
@@ -36,8 +36,8 @@ export function listingView(state: ListingState, industry: string, nowMs: number
       nameEn: item.name_en,
       price: fromThousandths(item.price_thousandths),
       quantity: item.quantity,
-      category: item.category as (typeof Categories)[number],
-      subCategory: item.sub_category as (typeof SubCategories)[number],
+      category: item.category,
+      subCategory: item.sub_category,
       urlSafeName: item.url_safe_name,
       ...(item.image_url === null ? {} : { imageUrl: item.image_url }),
     })),
