@@ -193,7 +193,12 @@ if (browserAvailable()) {
       await signInWithToken(page, service.baseUrl, provider.token)
       await page.getByRole('link', { name: 'New listing' }).click()
       await page.locator(field('/brand/displayName/en')).fill('Desert Rose Cafe')
-      assert.equal(await page.locator(field('/brand/imageUrl')).inputValue(), goodImage().replace('console.png', 'brand.png'), 'prefilled from the previous listing')
+      // The prefill comes from the provider's previous listing, read after the form opens: wait for it, bounded.
+      const brandImage = page.locator(field('/brand/imageUrl'))
+      for (const deadline = Date.now() + 10_000; (await brandImage.inputValue()) === '' && Date.now() < deadline; ) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      assert.equal(await brandImage.inputValue(), goodImage().replace('console.png', 'brand.png'), 'prefilled from the previous listing')
       await page.getByRole('button', { name: 'العربية' }).click()
       await page.getByRole('heading', { level: 1, name: 'عرض جديد' }).waitFor()
       assert.equal(await page.getAttribute('html', 'lang'), 'ar')
