@@ -79,7 +79,6 @@ export async function seed(database: Database, count: number, options: SeedOptio
   await database.kysely.transaction().execute(async (trx) => {
     for (let first = 1; first <= count; first += BATCH) {
       const listings = []
-      const listingItems = []
       for (let seq = first; seq < Math.min(first + BATCH, count + 1); seq++) {
         const createdAtMs = startMs + seq
         const id = listingId(createdAtMs, 0)
@@ -105,12 +104,8 @@ export async function seed(database: Database, count: number, options: SeedOptio
           // Discovery's indexes are on it; the creates write it too (columns.ts's prepareListing).
           cell: cellOf(unitVector(input.location.latitude, input.location.longitude)),
         })
-        listingItems.push(...items.map((item) => ({ listing_id: id, ...item })))
       }
       await trx.insertInto('listings').values(listings).execute()
-      for (let at = 0; at < listingItems.length; at += BATCH) {
-        await trx.insertInto('listing_items').values(listingItems.slice(at, at + BATCH)).execute()
-      }
       onProgress?.(first + listings.length - 1)
     }
     await trx

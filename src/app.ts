@@ -19,6 +19,7 @@ import { createAjv, validatorCompiler } from './http/validation.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import type { ImageCheck } from './images/check.js'
 import { ImageProber } from './images/prober.js'
+import { ListingCreates } from './listings/create-listing.js'
 import { ListingRepository } from './listings/repository.js'
 import { CursorCodec } from './discovery/cursor.js'
 import { DiscoveryRepository } from './discovery/repository.js'
@@ -33,7 +34,6 @@ import { Metrics } from './metrics.js'
 import { authenticate } from './providers/authenticate.js'
 import { ProviderRepository } from './providers/repository.js'
 import { addressKey, limiterFromSettings } from './rate-limit/limiter.js'
-import { openWrites, type Writes } from './writes/writes.js'
 import { consolePlugin } from './console/plugin.js'
 
 export interface AppDependencies {
@@ -48,11 +48,6 @@ export interface AppDependencies {
   metrics?: Metrics
   /** Shutdown state that server.ts drives on SIGTERM/SIGINT; none means a fresh one nobody drains. */
   drain?: Drain
-  /**
-   * Where write scripts run (one per process: on SQLite, the writer thread), shared with the background jobs;
-   * none means the app opens its own and closes it with itself.
-   */
-  writes?: Writes
   rateLimit?: {
     /** Redis key prefix for the counters (tests isolate themselves on a shared Redis). */
     keyPrefix?: string
@@ -169,12 +164,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   checkImages = drain.bound(checkImages)
 
   const providers = new ProviderRepository(database)
-  let writes = deps.writes
-  if (!writes) {
-    const own = (writes = openWrites(database))
-    app.addHook('onClose', () => own.close())
-  }
-  const listings = new ListingRepository(database, writes)
+  const listings = new ListingRepository(database)
   const limiter = limiterFromSettings({
     limit: config.RATE_LIMIT_PER_MINUTE,
     redisUrl: config.REDIS_URL,
@@ -205,6 +195,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         clock,
         create: {
           listings,
+          creates: new ListingCreates(database.kysely, { concurrent: database.dialect === 'postgres' ? 2 : 1 }),
           clock,
           checkImages,
           ttlSeconds: {
@@ -213,11 +204,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
           },
         },
       })
-      await api.register(oneListingRoutes, { listings, clock })
+      await api.register(oneListingRoutes, { listings, db: database.kysely, clock })
       await api.register(eventRoutes, { feed: new EventFeed(database) })
       await api.register(webhookRoutes, {
         webhooks: new WebhookRepository(database),
-        writes,
         clock,
         policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       })

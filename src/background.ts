@@ -1,15 +1,16 @@
 import type { FastifyBaseLogger } from 'fastify'
+import type { Kysely } from 'kysely'
 import type { Clock } from './clock.js'
 import { retryDelaysMs, type Config } from './config.js'
 import { isDatabaseUnavailable } from './db/dialect.js'
-import { PRUNE_BATCH, PRUNE_INTERVAL_MS } from './events/retention.js'
+import type { Tables } from './db/tables.js'
+import { PRUNE_BATCH, PRUNE_INTERVAL_MS, pruneEvents } from './events/retention.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import { recordExpiries, SWEEP_INTERVAL_MS } from './listings/expiry.js'
 import type { Metrics } from './metrics.js'
 import { Periodic } from './periodic.js'
 import { WebhookSender } from './webhooks/sender.js'
 import { DeliveryWorker } from './webhooks/worker.js'
-import type { Writes } from './writes/writes.js'
 
 export interface BackgroundJobs {
   /** Waits for the runs in progress (webhook attempts: for a while, then cut off); nothing starts after it is called. */
@@ -17,7 +18,7 @@ export interface BackgroundJobs {
 }
 
 export interface BackgroundDependencies {
-  writes: Writes
+  db: Kysely<Tables>
   clock: Clock
   logger: FastifyBaseLogger
   metrics: Metrics
@@ -33,10 +34,10 @@ const DAY_MS = 24 * 3600 * 1000
 
 /**
  * The work every instance does besides answering requests: recording expiries, delivering webhooks and pruning
- * old events. It runs on every instance at once, safely (the scripts take their rows with SKIP LOCKED or a
+ * old events. It runs on every instance at once, safely (the jobs take their rows with SKIP LOCKED or a
  * lease). server.ts starts it once listening and stops it with the drain, before the database closes.
  */
-export function startBackgroundJobs({ writes, clock, logger, metrics, busy, config }: BackgroundDependencies): BackgroundJobs {
+export function startBackgroundJobs({ db, clock, logger, metrics, busy, config }: BackgroundDependencies): BackgroundJobs {
   const onError = (job: string) => (error: unknown) => {
     // An outage is reported by requests too; the job simply tries again at its next turn.
     if (isDatabaseUnavailable(error)) logger.warn({ err: error, job }, 'background job: database unavailable')
@@ -44,7 +45,7 @@ export function startBackgroundJobs({ writes, clock, logger, metrics, busy, conf
   }
   const expiries = new Periodic(
     async () => {
-      const expired = await recordExpiries(writes, clock)
+      const expired = await recordExpiries(db, clock)
       if (expired > 0) logger.info({ expired }, 'expiries recorded')
     },
     SWEEP_INTERVAL_MS,
@@ -55,7 +56,7 @@ export function startBackgroundJobs({ writes, clock, logger, metrics, busy, conf
       const beforeMs = clock() - config.EVENT_RETENTION_DAYS * DAY_MS
       let pruned = 0
       for (;;) {
-        const batch = await writes.run('pruneEvents', { beforeMs, limit: PRUNE_BATCH })
+        const batch = await pruneEvents(db, { beforeMs, limit: PRUNE_BATCH })
         pruned += batch
         if (batch < PRUNE_BATCH) break
       }
@@ -65,7 +66,7 @@ export function startBackgroundJobs({ writes, clock, logger, metrics, busy, conf
     onError('retention'),
   )
   const deliveries = new DeliveryWorker({
-    writes,
+    db,
     clock,
     logger,
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,

@@ -37,9 +37,6 @@ const TIME_DIGITS = 10
 const TICK_DIGITS = 7 // 35 bits: more listings in one millisecond than any provider can create
 const RANDOM_DIGITS = 9 // 45 bits
 
-/** What listingIdSql (postgres-writer.ts) needs to build the same id in SQL. */
-export const LISTING_ID_LAYOUT = { alphabet: ALPHABET, timeDigits: TIME_DIGITS, tickDigits: TICK_DIGITS } as const
-
 /** The random tail of a listing id. */
 export function listingIdRandomPart(): string {
   return encodeBits(randomBytes(6)).slice(0, RANDOM_DIGITS)
@@ -49,8 +46,7 @@ export function listingIdRandomPart(): string {
  * A listing id in a ULID's shape (26 Crockford base-32 characters): the creation millisecond, then `tick`, the
  * count of earlier listings of the same provider in that millisecond, then randomness. Within one provider,
  * ids therefore sort exactly as listings were created, which is what makes "creation time, then id,
- * descending" the same order as the per-provider sequence. listingIdSql (postgres-writer.ts) builds the same id in
- * PostgreSQL.
+ * descending" the same order as the per-provider sequence.
  */
 export function listingId(createdAtMs: number, tick: number, random = listingIdRandomPart()): string {
   return encodeTime(createdAtMs) + encodeNumber(tick, TICK_DIGITS) + random

@@ -13,7 +13,6 @@ import { logDestination } from './log-output.js'
 import { metricsListener } from './http/metrics-route.js'
 import { Metrics } from './metrics.js'
 import { ProviderRepository, type IssuedToken } from './providers/repository.js'
-import { openWrites } from './writes/writes.js'
 
 /**
  * docs/operations.md#shutdown-and-drain: after SIGTERM/SIGINT the process exits 0 within 10 s. Milliseconds from the signal:
@@ -92,7 +91,6 @@ export async function serve(): Promise<void> {
     onPoolError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
     observeQuery: metrics.observeQuery,
   })
-  const writes = openWrites(database)
   let app: FastifyInstance | undefined
   let jobs: BackgroundJobs | undefined
   let metricsPort: Awaited<ReturnType<typeof metricsListener>> | undefined
@@ -120,9 +118,8 @@ export async function serve(): Promise<void> {
     })
     try {
       // Stops listening, waits for every connection to end, then runs the app's onClose hooks; meanwhile the
-      // background jobs finish the turn they are in. Their writes are done before the writer closes.
+      // background jobs finish the turn they are in. Their writes are done before the database closes.
       await Promise.all([app?.close(), jobs?.stop(), metricsPort?.close()])
-      await writes.close()
       await database.close()
     } catch (error) {
       logger.error({ err: error }, 'shutdown failed')
@@ -141,13 +138,13 @@ export async function serve(): Promise<void> {
   const demo =
     database.dialect === 'sqlite' ? await new ProviderRepository(database).createDemoIfNone(Date.now()) : undefined
 
-  app = await buildApp({ config, database, logger, metrics, drain, writes })
+  app = await buildApp({ config, database, logger, metrics, drain })
   if (stopping) return
   const address = await app.listen({ port: config.PORT, host: config.HOST })
   if (config.METRICS_PORT !== undefined) metricsPort = await metricsListener(metrics, config.METRICS_PORT, config.HOST)
   const pressure = new RequestPressure()
   pressure.watch(app.server)
-  jobs = startBackgroundJobs({ writes, clock: systemClock, logger, metrics, busy: () => pressure.busy(), config })
+  jobs = startBackgroundJobs({ db: database.kysely, clock: systemClock, logger, metrics, busy: () => pressure.busy(), config })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it (migrations, the demo banner) is done. It says where to go next.

@@ -301,7 +301,7 @@ await describeEachDialect('authentication (contract §3)', (service) => {
     }
 
     const secrets = [provider.token, second.token].flatMap((token) => [token, token.slice(4)])
-    for (const table of ['providers', 'tokens', 'listings', 'listing_items'] as const) {
+    for (const table of ['providers', 'tokens', 'listings', 'events'] as const) {
       const all = await sql<Record<string, unknown>>`select * from ${sql.table(table)}`.execute(service.database.kysely)
       assert.ok(all.rows.length > 0, `${table} has rows`)
       for (const row of all.rows) {

@@ -119,7 +119,7 @@ for (const dialect of await testDialects()) {
     test('sign-out ends the session (on every instance: a second app on the same database agrees)', async () => {
       const provider = await service.newProvider()
       const session = cookieOf((await signIn({ token: provider.token })).headers['set-cookie'])
-      const other: FastifyInstance = await buildApp({ config: service.config, database: service.database, clock: service.clock, writes: service.writes })
+      const other: FastifyInstance = await buildApp({ config: service.config, database: service.database, clock: service.clock })
       try {
         const elsewhere = await other.inject({ method: 'GET', url: '/api/v1/listing', headers: { cookie: session, ...CSRF } })
         assert.equal(elsewhere.statusCode, 200)

@@ -132,7 +132,9 @@ async function databaseWithProvider(dialect: DialectName): Promise<{ database: T
 /** listing id → its item count, read straight from the database after the process has exited. */
 async function storedItemCounts(dialect: DialectName, url: string): Promise<Map<string, number>> {
   const query =
-    'select l.id, count(i.position) as n from listings l left join listing_items i on i.listing_id = l.id group by l.id'
+    dialect === 'sqlite'
+      ? 'select id, json_array_length(items_record) as n from listings'
+      : 'select id, json_array_length(items_record::json) as n from listings'
   let rows: Array<{ id: string; n: number | string }>
   if (dialect === 'sqlite') {
     const sqlite = new SQLite(url.slice('sqlite:'.length), { readonly: true })

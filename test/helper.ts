@@ -16,7 +16,6 @@ import { Metrics } from '../src/metrics.js'
 import { recordExpiries } from '../src/listings/expiry.js'
 import { MarketplaceRepository } from '../src/providers/marketplaces.js'
 import { ProviderRepository } from '../src/providers/repository.js'
-import { openWrites, type Writes } from '../src/writes/writes.js'
 import { ResponseConformance } from './conformance.js'
 
 export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -178,8 +177,6 @@ export interface TestService {
   providers: ProviderRepository
   /** The shutdown state server.ts would drive; a test starts it to see the service drain. */
   drain: Drain
-  /** Where the service's write scripts run (on SQLite, its writer thread). */
-  writes: Writes
   /** What the expiry sweeper does every 2 s in a running service (background.ts), once, now (by the test clock). */
   recordExpiries(): Promise<number>
   newProvider(input?: { name?: string; industry?: string }): Promise<TestProvider>
@@ -215,8 +212,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
   await migrate(database)
   const clock = testClock()
   const drain = new Drain()
-  const writes = openWrites(database)
-  const app = await buildApp({ config, database, clock, checkImages: options.checkImages, metrics, drain, rateLimit: options.rateLimit, writes })
+  const app = await buildApp({ config, database, clock, checkImages: options.checkImages, metrics, drain, rateLimit: options.rateLimit })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   const providers = new ProviderRepository(database)
   let providerCount = 0
@@ -242,8 +238,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     database,
     databaseUrl: testDatabase.url,
     drain,
-    writes,
-    recordExpiries: () => recordExpiries(writes, clock),
+    recordExpiries: () => recordExpiries(database.kysely, clock),
     baseUrl: address,
     clock,
     config,
@@ -262,7 +257,6 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     list: (token, query = '') => request('GET', `/api/v1/listing${query}`, { token }),
     async close() {
       await app.close()
-      await writes.close()
       await database.close()
       await testDatabase.drop()
     },

@@ -5,10 +5,9 @@ import { openDatabase } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
 import { DiscoveryRepository } from '../src/discovery/repository.js'
 import { prepareListing } from '../src/listings/columns.js'
-import { ListingRepository } from '../src/listings/repository.js'
+import { ListingCreates } from '../src/listings/create-listing.js'
 import type { CreateListingInput } from '../src/listings/schemas.js'
 import { ProviderRepository } from '../src/providers/repository.js'
-import { openWrites } from '../src/writes/writes.js'
 import { listingBody } from './fixtures.js'
 import { createTestDatabase, readResponse, testDialects, type Response, type TestDatabase } from './helper.js'
 import { assertProblem } from './http-support.js'
@@ -149,17 +148,16 @@ for (const dialect of await testDialects()) {
   test(`a create that fails in the database fails no other create stored with it [${dialect}]`, { timeout: 60_000 }, async () => {
     const testDatabase = await createTestDatabase(dialect)
     const db = openDatabase(testDatabase.url)
-    const writes = openWrites(db)
     try {
       await migrate(db)
       const provider = await new ProviderRepository(db).create({ name: 'Shared fate' }, Date.now())
-      const listings = new ListingRepository(db, writes)
+      const creates = new ListingCreates(db.kysely, { concurrent: 2 })
       const write = (i: number) => {
         const prepared = prepareListing(provider.id, listingBody() as CreateListingInput)
         // A value validation would refuse, so only the database can: a NUL in a text column (PostgreSQL refuses
         // it; SQLite stores it, so there every create succeeds, which the test allows).
-        const record = i % 5 === 0 ? prepared.record.replace('Morning Bakery', 'Morning\\u0000Bakery') : prepared.record
-        return listings.insert({ ...prepared, record, nowMs: Date.now(), ttlSeconds: 3600 })
+        const columns = i % 5 === 0 ? { ...prepared.columns, brand_name_en: 'Morning\u0000Bakery' } : prepared.columns
+        return creates.store({ ...prepared, columns, nowMs: Date.now(), ttlSeconds: 3600 })
       }
       const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => write(i)))
       outcomes.forEach((outcome, i) => {
@@ -167,7 +165,6 @@ for (const dialect of await testDialects()) {
       })
       if (dialect === 'postgres') assert.ok(outcomes.some((outcome) => outcome.status === 'rejected'), 'the poisoned creates failed')
     } finally {
-      await writes.close()
       await db.close()
       await testDatabase.drop()
     }

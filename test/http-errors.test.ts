@@ -362,24 +362,24 @@ await describeEachDialect('HTTP errors and parsing (contract §4, §5)', (servic
   async function installFailingTrigger(): Promise<void> {
     const db = service.database.kysely
     if (service.dialect === 'sqlite') {
-      await sql`create trigger fail_items before insert on listing_items begin select raise(abort, 'boom /secret/path'); end`.execute(
+      await sql`create trigger fail_events before insert on events begin select raise(abort, 'boom /secret/path'); end`.execute(
         db,
       )
     } else {
-      await sql`create or replace function fail_items() returns trigger language plpgsql as $$ begin raise exception 'boom /secret/path'; end $$`.execute(
+      await sql`create or replace function fail_events() returns trigger language plpgsql as $$ begin raise exception 'boom /secret/path'; end $$`.execute(
         db,
       )
-      await sql`create trigger fail_items before insert on listing_items for each row execute function fail_items()`.execute(db)
+      await sql`create trigger fail_events before insert on events for each row execute function fail_events()`.execute(db)
     }
   }
 
   async function dropFailingTrigger(): Promise<void> {
     const db = service.database.kysely
     if (service.dialect === 'sqlite') {
-      await sql`drop trigger if exists fail_items`.execute(db)
+      await sql`drop trigger if exists fail_events`.execute(db)
     } else {
-      await sql`drop trigger if exists fail_items on listing_items`.execute(db)
-      await sql`drop function if exists fail_items()`.execute(db)
+      await sql`drop trigger if exists fail_events on events`.execute(db)
+      await sql`drop function if exists fail_events()`.execute(db)
     }
   }
 
@@ -398,7 +398,7 @@ await describeEachDialect('HTTP errors and parsing (contract §4, §5)', (servic
       assertProblem(failed, 500, 'internal')
       assert.equal(failed.headers.get('x-request-id'), 'quote-me-500')
       const text = failed.text.toLowerCase()
-      for (const leak of ['boom', 'secret', 'listing_items', 'insert', 'trigger', 'at ', '.ts', '.js', 'sql', 'stack']) {
+      for (const leak of ['boom', 'secret', 'fail_events', 'insert', 'trigger', 'at ', '.ts', '.js', 'sql', 'stack']) {
         assert.ok(!text.includes(leak), `the 500 body mentions "${leak}": ${failed.text}`)
       }
       for (const [name, value] of failed.headers) {

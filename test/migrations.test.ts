@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { sql, type Kysely } from 'kysely'
 import { openDatabase } from '../src/db/connection.js'
-import { migrate, migrations } from '../src/db/migrate.js'
+import { migrations } from '../src/db/migrate.js'
 import { cellOf } from '../src/discovery/cells.js'
 import { unitVector } from '../src/discovery/sphere.js'
 import { itemColumns, listingColumns } from '../src/listings/columns.js'
@@ -137,17 +137,35 @@ describe('two instances starting at once on one fresh SQLite file', () => {
 })
 
 for (const dialect of await testDialects()) {
-  test(`2026-11-22-postgres-items-without-fk drops listing_items' foreign key on PostgreSQL only [${dialect}]`, async () => {
+  test(`2026-11-25-items-stored-once leaves items_record as the one copy of a listing's items [${dialect}]`, async () => {
     const testDatabase = await createTestDatabase(dialect)
     const database = openDatabase(testDatabase.url)
     try {
-      await migrate(database)
-      const keys =
-        dialect === 'postgres'
-          ? await sql`select constraint_name from information_schema.table_constraints
-                      where table_name = 'listing_items' and constraint_type = 'FOREIGN KEY'`.execute(database.kysely)
-          : await sql`select * from pragma_foreign_key_list('listing_items')`.execute(database.kysely)
-      assert.equal(keys.rows.length, dialect === 'postgres' ? 0 : 1, JSON.stringify(keys.rows))
+      const db = database.kysely as Kysely<any>
+      const at = migrations.findIndex((migration) => migration.name === '2026-11-25-items-stored-once')
+      for (const migration of migrations.slice(0, at)) await migration.up(db, dialect)
+      const provider = await new ProviderRepository(database).create({ name: 'Before' }, Date.now())
+      const input = { ...(listingBody({}, 2) as CreateListingInput), referenceId: 'before' }
+      const items = JSON.stringify(itemColumns(input))
+      await db
+        .insertInto('listings')
+        .values({
+          ...listingColumns(provider.id, input),
+          id: 'L1', seq: 1, created_at_ms: 1, updated_at_ms: 1, expires_at_unix: 9, request_hash: 'h', items_record: items,
+          items_json: '[]', cell: 0,
+        })
+        .execute()
+
+      await (migrations[at] as (typeof migrations)[number]).up(db, dialect)
+
+      const stored = await db.selectFrom('listings').selectAll().executeTakeFirstOrThrow()
+      assert.equal(stored.items_record, items)
+      assert.ok(!('items_json' in stored))
+      const tables =
+        dialect === 'sqlite'
+          ? await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(db)
+          : await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db)
+      assert.ok(!tables.rows.some((row) => row.name === 'listing_items'))
     } finally {
       await database.close()
       await testDatabase.drop()

@@ -273,12 +273,12 @@ let listingOfRenamed = { id: '', referenceId: '' }
 /** The endpoint the 500 provocations of webhook routes made before renaming a column they need. */
 let endpointOfRenamed = ''
 
-/** A table every create writes: without it a create fails with an unexpected error. */
-const dropItems = (service: TestService) => sql`drop table listing_items`.execute(service.database.kysely).then(() => {})
+/** A table every create writes (its event): without it a create fails with an unexpected error. */
+const dropItems = (service: TestService) => sql`drop table events`.execute(service.database.kysely).then(() => {})
 
-/** A column every non-empty page reads (pages read no item rows): renamed, a page fails unexpectedly. */
+/** A column every non-empty page reads (the items): renamed, a page fails unexpectedly. */
 const renamePageColumn = (service: TestService) =>
-  sql`alter table listings rename column items_json to items_json_gone`.execute(service.database.kysely).then(() => {})
+  sql`alter table listings rename column items_record to items_record_gone`.execute(service.database.kysely).then(() => {})
 
 /**
  * How to make each route answer with each problem type it can answer with. Keyed by every problem type, so a new

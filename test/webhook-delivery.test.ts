@@ -32,7 +32,7 @@ function startWorker(
   options: { busy?: () => boolean; pollMs?: number } = {},
 ): DeliveryWorker {
   const worker = new DeliveryWorker({
-    writes: service.writes,
+    db: service.database.kysely,
     clock: service.clock,
     sender: new WebhookSender({ policy, timeoutMs: TIMEOUT_MS }),
     timeoutMs: TIMEOUT_MS,

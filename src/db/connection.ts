@@ -9,6 +9,7 @@ import {
   type PostgresPoolClient,
   type SqliteDatabase,
   type SqliteStatement,
+  type Transaction,
 } from 'kysely'
 import pg from 'pg'
 import { isDatabaseUnavailable } from './dialect.js'
@@ -18,6 +19,12 @@ import { SqliteReadThread } from './sqlite-read-thread.js'
 import type { Tables } from './tables.js'
 
 export type DialectName = 'sqlite' | 'postgres'
+
+/**
+ * A write transaction: every write of the service is a function taking one (`database.kysely.transaction()`).
+ * On SQLite it began IMMEDIATE (withStatementCache): it holds the database's write lock from its first statement.
+ */
+export type Tx = Transaction<Tables>
 
 export interface Database {
   /** For requests: on PostgreSQL every query is bounded in time (STATEMENT_TIMEOUT_MS, QUERY_TIMEOUT_MS). */
@@ -90,6 +97,9 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
     close: () => sqlite.close(),
     prepare(text) {
       if (text === 'rollback') return rollbackIfOpen
+      // Kysely begins transactions DEFERRED: a transaction that reads, then writes, after another process's
+      // commit would fail with SQLITE_BUSY at once instead of waiting. IMMEDIATE takes the write lock up front.
+      if (text === 'begin') text = 'begin immediate'
       let statement = statements.get(text)
       if (!statement) {
         statement = sqlite.prepare(text)

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely'
+import { PostgresAdapter, sql, type Kysely } from 'kysely'
 import type { DialectName } from './connection.js'
 
 /** The few places where SQLite and PostgreSQL need different SQL; each says why. */
@@ -21,6 +21,13 @@ export async function beginExclusive(dialect: DialectName, conn: Kysely<any>): P
     await sql`begin immediate`.execute(conn)
   }
 }
+
+/**
+ * Whether `db` (a Kysely instance or transaction) runs on PostgreSQL. Writes ask it for row locks only:
+ * PostgreSQL locks rows FOR UPDATE (SKIP LOCKED for the sweepers), so two instances changing one row take turns;
+ * a SQLite write transaction already holds the database's only write lock (BEGIN IMMEDIATE, connection.ts).
+ */
+export const onPostgres = (db: Kysely<any>): boolean => db.getExecutor().adapter instanceof PostgresAdapter
 
 /** True for a UNIQUE or PRIMARY KEY violation, in either dialect's words. */
 export function isUniqueViolation(error: unknown): boolean {

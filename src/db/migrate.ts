@@ -11,6 +11,7 @@ import * as claimsByEndpoint from '../migrations/2026-11-24-claims-by-endpoint.j
 import * as discoveryCells from '../migrations/2026-11-24-discovery-cells.js'
 import * as serviceKeys from '../migrations/2026-11-25-service-keys.js'
 import * as consoleSessions from '../migrations/2026-11-25-console-sessions.js'
+import * as itemsStoredOnce from '../migrations/2026-11-25-items-stored-once.js'
 
 interface Migration {
   name: string
@@ -30,6 +31,7 @@ export const migrations: readonly Migration[] = [
   { name: '2026-11-24-discovery-cells', up: discoveryCells.up },
   { name: '2026-11-25-service-keys', up: serviceKeys.up },
   { name: '2026-11-25-console-sessions', up: consoleSessions.up },
+  { name: '2026-11-25-items-stored-once', up: itemsStoredOnce.up },
 ]
 
 /**

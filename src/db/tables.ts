@@ -42,11 +42,6 @@ export interface ListingsTable {
   brand_image_url: string
   created_at_ms: number
   expires_at_unix: number
-  /**
-   * The items as the list endpoint returns them (JSON text), so a page reads no item rows. NULL only for a
-   * listing written by a version before this column; the reader then falls back to listing_items.
-   */
-  items_json: string | null
   /** Grows by 1 with every change (docs/api.md#versions-and-entity-tags). */
   version: Generated<number>
   updated_at_ms: number
@@ -55,24 +50,13 @@ export interface ListingsTable {
   sold_out: Generated<number>
   /** 1 once the expiry is recorded (its version bump and event). */
   expiry_recorded: Generated<number>
-  /** The items with every column, as JSON (listing-state.ts): one row is the whole listing. */
+  /**
+   * The listing's items, every column of each, as JSON (ItemColumns[], listings/columns.ts): the one place items
+   * are stored, read and written with the row. An event keeps its own copy in its snapshot.
+   */
   items_record: string
   /** Discovery's cell of the listing's position (discovery/cells.ts): its two indexes are on it. */
   cell: number
-}
-
-export interface ListingItemsTable {
-  listing_id: string
-  position: number
-  name_ar: string
-  name_en: string
-  url_safe_name: string
-  image_url: string | null
-  category: string
-  sub_category: string
-  /** Price in thousandths: exact for the at-most-3-decimal prices the API accepts, on both databases. */
-  price_thousandths: number
-  quantity: number
 }
 
 export interface EventsTable {
@@ -180,7 +164,6 @@ export interface Tables {
   providers: ProvidersTable
   tokens: TokensTable
   listings: ListingsTable
-  listing_items: ListingItemsTable
   events: EventsTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable

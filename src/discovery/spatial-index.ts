@@ -1,6 +1,5 @@
 import { sql, type RawBuilder } from 'kysely'
 import type { DialectName } from '../db/connection.js'
-import { scriptSql } from '../db/script.js'
 import { cellRanges, REGION_DIVISOR, regionsOf } from './cells.js'
 import { chordHalfSide, latLonBounds, unitVector } from './sphere.js'
 
@@ -199,10 +198,12 @@ export function candidateParams(area: QueryArea, filter: ActiveFilter): Candidat
 }
 
 /**
- * `l.id` is one of the ids in a JSON array parameter: one statement text for any number of ids, so it is prepared
- * once. The condition is the write scripts' (ScriptSql.inJsonList, db/script.ts), with the parameter bound here.
+ * `l.id` is one of the ids in a JSON array parameter: one statement text for any number of ids. On PostgreSQL an
+ * array made by a subquery is a value to the planner, so `= any` of it is an index condition (an IN list over a
+ * set-returning function would be estimated at 100 rows and hashed against the whole table).
  */
 export function idInJsonArray(dialect: DialectName, ids: unknown): RawBuilder<boolean> {
-  const [before, after] = scriptSql[dialect].inJsonList('l.id').split('?') as [string, string]
-  return sql<boolean>`${sql.raw(before)}${ids}${sql.raw(after)}`
+  return dialect === 'postgres'
+    ? sql<boolean>`l.id = any(array(select jsonb_array_elements_text(cast(${ids} as jsonb))))`
+    : sql<boolean>`l.id in (select value from json_each(${ids}))`
 }

@@ -1,4 +1,5 @@
-import { execute, queryOne, type Script, type ScriptSql } from '../db/script.js'
+import { sql } from 'kysely'
+import type { Tx } from '../db/connection.js'
 import { prefixedId } from '../ids.js'
 import type { ListingState } from '../listings/listing-state.js'
 import { eventBit } from '../webhooks/event-mask.js'
@@ -6,8 +7,7 @@ import type { EventType } from './types.js'
 
 /*
  * The outbox (docs/api.md#events): every change of a listing writes its event inside the change's own transaction,
- * so there is never a change without its event nor an event without its change. Loaded by the SQLite writer
- * thread: no Kysely.
+ * so there is never a change without its event nor an event without its change.
  */
 
 export { EventTypes, type EventType } from './types.js'
@@ -24,57 +24,63 @@ export interface NewEvent {
  * the next transaction of the same provider reads the count only after this one committed. seq order is
  * therefore commit order, and a feed reader that has seen seq N has seen every event up to N.
  *
- * A script taking locks on listings first and the provider last (changes, the sweeper) never waits on a
- * provider while another script waits on one of its listings: creates lock only the provider.
+ * A transaction locks listings first and the provider last (changes, the sweeper), so it never waits on a
+ * provider while another waits on one of its listings: creates lock only the provider.
  */
-export function* recordEvents(d: ScriptSql, providerId: string, nowMs: number, events: readonly NewEvent[]): Script<void> {
+export async function recordEvents(tx: Tx, providerId: string, nowMs: number, events: readonly NewEvent[]): Promise<void> {
   if (events.length === 0) return
-  const counter = yield* queryOne<{ event_count: number }>(
-    'update providers set event_count = event_count + ? where id = ? returning event_count',
-    [events.length, providerId],
-  )
+  const counter = await tx
+    .updateTable('providers')
+    .set((eb) => ({ event_count: eb('event_count', '+', events.length) }))
+    .where('id', '=', providerId)
+    .returning('event_count')
+    .executeTakeFirst()
   if (!counter) throw new Error(`provider ${providerId} does not exist`)
-  const first = counter.event_count - events.length + 1
-  const rows = events.map((event, i) => ({
-    id: prefixedId('evt', nowMs),
-    seq: first + i,
-    type: event.type,
-    listing_id: event.listing.id,
-    snapshot: JSON.stringify(event.listing),
-  }))
-  if (rows.length === 1) {
-    // The common case (one change), without the JSON array around it.
-    const [row] = rows as [(typeof rows)[number]]
-    yield* execute(
-      'insert into events (id, provider_id, seq, type, listing_id, created_at_ms, snapshot) values (?, ?, ?, ?, ?, ?, ?)',
-      [row.id, providerId, row.seq, row.type, row.listing_id, nowMs, row.snapshot],
-    )
-    yield* execute(DELIVER_ONE, [row.id, row.id, row.type, nowMs, nowMs, providerId, eventBit(row.type)])
-    return
-  }
-  yield* execute(
-    `insert into events (id, provider_id, seq, type, listing_id, created_at_ms, snapshot)
-     select e.id, cast(? as text), e.seq, e.type, e.listing_id, cast(? as bigint), e.snapshot
-     from ${d.jsonRows('e', { id: 'text', seq: 'bigint', type: 'text', listing_id: 'text', snapshot: 'text' })}`,
-    [providerId, nowMs, JSON.stringify(rows)],
-  )
-  yield* execute(
-    `insert into webhook_deliveries (${DELIVERY_COLUMNS})
-     select w.id || ':' || e.id, w.id, e.id, w.provider_id, e.type, 0, cast(? as bigint), cast(? as bigint)
-     from webhook_endpoints w join ${d.jsonRows('e', { id: 'text', type: 'text', bit: 'integer' })} on (w.event_mask & e.bit) <> 0
-     where w.provider_id = ? and w.status = 'enabled'`,
-    [nowMs, nowMs, JSON.stringify(rows.map((row) => ({ id: row.id, type: row.type, bit: eventBit(row.type) }))), providerId],
-  )
+  await insertEvents(tx, providerId, counter.event_count - events.length + 1, nowMs, events)
 }
 
-const DELIVERY_COLUMNS = 'id, endpoint_id, event_id, provider_id, event_type, attempts, next_attempt_at_ms, created_at_ms'
-
 /**
- * The webhook deliveries an event owes (docs/api.md#events: every endpoint enabled and subscribed to its type when it
- * commits), written with the event: a delivery can never be lost between the two. Its first attempt is due at
- * once. For a provider without endpoints this is one probe of an empty index range.
+ * The events' rows, seq from `firstSeq` on (the caller has bumped event_count: recordEvents, or a create's
+ * counter update), and the webhook deliveries each owes: one per endpoint enabled and subscribed to its type
+ * when it commits (docs/api.md#events), written with the event, so a delivery can never be lost between the
+ * two. A first attempt is due at once. For a provider without endpoints this is one probe of an empty index range.
  */
-const DELIVER_ONE = `insert into webhook_deliveries (${DELIVERY_COLUMNS})
-  select w.id || ':' || cast(? as text), w.id, cast(? as text), w.provider_id, cast(? as text), 0, cast(? as bigint), cast(? as bigint)
-  from webhook_endpoints w
-  where w.provider_id = ? and w.status = 'enabled' and (w.event_mask & cast(? as integer)) <> 0`
+export async function insertEvents(tx: Tx, providerId: string, firstSeq: number, nowMs: number, events: readonly NewEvent[]): Promise<void> {
+  const rows = events.map((event, i) => ({
+    id: prefixedId('evt', nowMs),
+    provider_id: providerId,
+    seq: firstSeq + i,
+    type: event.type,
+    listing_id: event.listing.id,
+    created_at_ms: nowMs,
+    snapshot: JSON.stringify(event.listing),
+  }))
+  await tx.insertInto('events').values(rows).execute()
+  for (const type of new Set(rows.map((row) => row.type))) {
+    await tx
+      .insertInto('webhook_deliveries')
+      .columns(['id', 'endpoint_id', 'event_id', 'provider_id', 'event_type', 'attempts', 'next_attempt_at_ms', 'created_at_ms'])
+      .expression((eb) =>
+        eb
+          .selectFrom('webhook_endpoints as w')
+          .innerJoin('events as e', 'e.provider_id', 'w.provider_id')
+          .select([
+            sql<string>`w.id || ':' || e.id`.as('id'),
+            'w.id as endpoint_id',
+            'e.id as event_id',
+            'w.provider_id',
+            'e.type as event_type',
+            sql.lit(0).as('attempts'),
+            eb.cast<number>(eb.val(nowMs), 'bigint').as('next_attempt_at_ms'),
+            eb.cast<number>(eb.val(nowMs), 'bigint').as('created_at_ms'),
+          ])
+          .where('w.provider_id', '=', providerId)
+          .where('w.status', '=', 'enabled')
+          .where((web) => web(web('w.event_mask', '&', eventBit(type)), '<>', 0))
+          .where('e.seq', '>=', firstSeq)
+          .where('e.seq', '<', firstSeq + rows.length)
+          .where('e.type', '=', type),
+      )
+      .execute()
+  }
+}

@@ -6,8 +6,7 @@ import type { ListingStatuses } from './schemas.js'
 /*
  * A listing as stored, in the database's own names: the listing row and its items (listings.items_record). It is
  * what change scripts read and write, what an event keeps as its snapshot (events.snapshot), and what
- * listing-view.ts turns into "the listing as read". This module is loaded by the SQLite writer thread: no
- * Kysely, no pg.
+ * listing-view.ts turns into "the listing as read".
  */
 
 export type ListingStatus = (typeof ListingStatuses)[number]
@@ -51,7 +50,7 @@ export function stateFromRow({ items_record, ...row }: StateRow): ListingState {
 
 /** A listing as its create stores it: the request's record, and what the writer decided (id, times). */
 export function newListingState(
-  { items_json: _listView, ...record }: ListingRecord,
+  record: ListingRecord,
   stored: { id: string; createdAtMs: number; expiresAtUnix: number },
 ): ListingState {
   return {

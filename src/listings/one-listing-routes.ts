@@ -1,13 +1,15 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import type { Kysely } from 'kysely'
 import type { TSchema } from 'typebox'
 import type { Clock } from '../clock.js'
-import { invalidRequest, Problem, type ProblemDetail } from '../errors.js'
+import type { Tables } from '../db/tables.js'
+import { invalidRequest, Problem } from '../errors.js'
 import { ifMatchTags, notModified, parseEntityTags } from '../http/conditional.js'
 import { jsonResponse, listingEtagHeader, notModifiedResponse } from '../http/openapi.js'
 import { UNSTORABLE } from '../http/validation.js'
 import { providerOf } from '../providers/authenticate.js'
 import type { Provider } from '../providers/repository.js'
-import type { ChangeOutcome, IfMatch } from './change-scripts.js'
+import { patchBodyProblems, patchListing, withdrawListing, type ChangeOutcome, type IfMatch } from './changes.js'
 import { effective, type ListingState } from './listing-state.js'
 import { listingEtag, listingView } from './listing-view.js'
 import type { ListingRepository } from './repository.js'
@@ -24,6 +26,8 @@ import {
 
 export interface OneListingRoutesOptions {
   listings: ListingRepository
+  /** Where changes are written (changes.ts). */
+  db: Kysely<Tables>
   clock: Clock
 }
 
@@ -39,26 +43,6 @@ const notFound = (parameter: 'listingId' | 'referenceId') =>
 function sendListing(reply: FastifyReply, state: ListingState, provider: Provider, nowMs: number) {
   const view = listingView(state, provider.industry, nowMs)
   return reply.header('etag', listingEtag(view)).send(view)
-}
-
-/**
- * What the validator cannot say of a PATCH body alone: that it changes something, that each item entry does,
- * and that no position is given twice. All of them at once, as validation reports.
- */
-function patchProblems(patch: PatchListingInput): ProblemDetail[] {
-  const problems: ProblemDetail[] = []
-  if (patch.listingDetails === undefined && patch.items === undefined) {
-    problems.push({ pointer: '', detail: 'must change something: listingDetails.discountRate, items[].quantity or items[].price' })
-  }
-  const seen = new Set<number>()
-  patch.items?.forEach((item, k) => {
-    if (item.quantity === undefined && item.price === undefined) {
-      problems.push({ pointer: `/items/${k}`, detail: 'must change quantity, price or both' })
-    }
-    if (seen.has(item.position)) problems.push({ pointer: `/items/${k}/position`, detail: 'is given more than once' })
-    seen.add(item.position)
-  })
-  return problems
 }
 
 function ifMatchOf(header: string | undefined): IfMatch | null {
@@ -90,7 +74,7 @@ const listingResponse = (description: string) =>
   jsonResponse(description, ListingView, { listing: exampleListingView }, listingEtagHeader)
 
 /** docs/api.md#statuses-and-expiry: read one listing, change it, withdraw it. */
-export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = async (app, { listings, clock }) => {
+export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = async (app, { listings, db, clock }) => {
   /** GET one listing, found by `find` from the route's one path parameter. */
   const readRoute = (
     url: string,
@@ -187,12 +171,12 @@ export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = asy
     async (request, reply) => {
       const provider = providerOf(request)
       const patch = request.body as PatchListingInput
-      const problems = patchProblems(patch)
+      const problems = patchBodyProblems(patch)
       if (problems.length > 0) throw invalidRequest(problems)
       const { listingId } = request.params as { listingId: string }
       if (!LISTING_ID.test(listingId)) throw notFound('listingId')
       const nowMs = clock()
-      const outcome = await listings.patch({ providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs, patch })
+      const outcome = await patchListing(db, { providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs, patch })
       return answer(reply, outcome, provider, nowMs)
     },
   )
@@ -222,7 +206,7 @@ export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = asy
       const { listingId } = request.params as { listingId: string }
       if (!LISTING_ID.test(listingId)) throw notFound('listingId')
       const nowMs = clock()
-      const outcome = await listings.withdraw({ providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs })
+      const outcome = await withdrawListing(db, { providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs })
       return answer(reply, outcome, provider, nowMs)
     },
   )

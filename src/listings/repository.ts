@@ -2,14 +2,10 @@ import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import { SqliteReadCache } from '../db/sqlite-read-cache.js'
 import { TrailingBatches } from '../trailing-batches.js'
-import type { Writes } from '../writes/writes.js'
-import type { ChangeOutcome, IfMatch } from './change-scripts.js'
-import { fromThousandths } from './columns.js'
+import { fromThousandths, type ItemColumns } from './columns.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
 import { itemsJson, type PageListing } from './page-json.js'
-import type { ListingWrite, ListingWriter, StoredListing } from './listing-write.js'
-import { postgresListingWriter } from './postgres-writer.js'
-import type { Categories, ListListingsParams, PatchListingInput } from './schemas.js'
+import type { ListListingsParams } from './schemas.js'
 
 interface PageParams {
   providerId: string
@@ -39,7 +35,7 @@ interface PageRow {
   sold_out: number | null
   brand_name_ar: string | null
   brand_name_en: string | null
-  items_json: string | null
+  items_record: string | null
 }
 
 export class ListingRepository {
@@ -58,25 +54,14 @@ export class ListingRepository {
   readonly #samePageReads?: TrailingBatches<PageParams, ListingsPageData>
   /** SQLite: pages are kept until anything is committed (SqliteReadCache); the query is most of a page's time. */
   readonly #unchangedPages?: SqliteReadCache<ListingsPageData>
-  /**
-   * Creates: the create script on SQLite (create-script.ts, on the writer thread); on PostgreSQL, a provider's
-   * creates that arrive together are one statement (postgres-writer.ts).
-   */
-  readonly #writer: ListingWriter
   readonly #byId: PreparedQuery<{ providerId: string; listingId: string }, StateRow>
   readonly #byReference: PreparedQuery<{ providerId: string; referenceId: string }, StateRow>
 
-  constructor(
-    private readonly database: Database,
-    /** Where changes are written: every write script runs there (writes/). */
-    private readonly writes: Writes,
-  ) {
+  constructor(database: Database) {
     const { sqlite } = database
     if (sqlite) {
-      this.#writer = { write: (write) => writes.run('createListing', write) }
       this.#unchangedPages = new SqliteReadCache(sqlite.connection)
     } else {
-      this.#writer = postgresListingWriter(database)
       this.#samePageReads = new TrailingBatches(async (requests) => {
         // Identical requests (one key): one read answers them all.
         const page = await this.#readPage(requests[0] as PageParams)
@@ -123,7 +108,7 @@ export class ListingRepository {
           'l.sold_out',
           'l.brand_name_ar',
           'l.brand_name_en',
-          'l.items_json',
+          'l.items_record',
         ])
         .where('p.id', '=', param('providerId'))
         .orderBy('l.seq', 'desc'),
@@ -135,11 +120,6 @@ export class ListingRepository {
     return row && { listingId: row.id, expiresAtUnix: row.expires_at_unix, requestHash: row.request_hash }
   }
 
-  /** Stores a listing, its items and its event, all or nothing (create-script.ts). */
-  insert(listing: ListingWrite): Promise<StoredListing> {
-    return this.#writer.write(listing)
-  }
-
   async findById(providerId: string, listingId: string): Promise<ListingState | undefined> {
     const [row] = await this.#byId.execute({ providerId, listingId })
     return row && stateFromRow(row)
@@ -148,14 +128,6 @@ export class ListingRepository {
   async findStateByReference(providerId: string, referenceId: string): Promise<ListingState | undefined> {
     const [row] = await this.#byReference.execute({ providerId, referenceId })
     return row && stateFromRow(row)
-  }
-
-  patch(args: { providerId: string; listingId: string; ifMatch: IfMatch | null; nowMs: number; patch: PatchListingInput }): Promise<ChangeOutcome> {
-    return this.writes.run('patchListing', args)
-  }
-
-  withdraw(args: { providerId: string; listingId: string; ifMatch: IfMatch | null; nowMs: number }): Promise<ChangeOutcome> {
-    return this.writes.run('withdrawListing', args)
   }
 
 
@@ -177,7 +149,6 @@ export class ListingRepository {
     const rows = await this.#pageQuery.execute({ providerId, skip, skipPlusLimit: skip + limit })
     const recordCount = rows[0]?.listing_count ?? 0
     const listings: PageListing[] = []
-    const withoutJson: PageListing[] = []
     for (const row of rows) {
       if (row.id === null) continue // the provider's row alone: past the end
       const listing: PageListing = {
@@ -188,40 +159,19 @@ export class ListingRepository {
         soldOut: row.sold_out === 1,
         brandNameAr: row.brand_name_ar as string,
         brandNameEn: row.brand_name_en as string,
-        itemsJson: row.items_json ?? '',
-      }
-      listings.push(listing)
-      if (row.items_json === null) withoutJson.push(listing)
-    }
-    if (withoutJson.length > 0) await this.#fillItemsJson(withoutJson)
-    return { recordCount, listings }
-  }
-
-  /** Listings written before items_json existed (see its migration) get it from their item rows. */
-  async #fillItemsJson(listings: PageListing[]): Promise<void> {
-    const items = await this.database.kysely
-      .selectFrom('listing_items')
-      .select(['listing_id', 'name_ar', 'name_en', 'price_thousandths', 'quantity', 'category'])
-      .where(
-        'listing_id',
-        'in',
-        listings.map((listing) => listing.id),
-      )
-      .orderBy('listing_id')
-      .orderBy('position')
-      .execute()
-    for (const listing of listings) {
-      listing.itemsJson = itemsJson(
-        items
-          .filter((item) => item.listing_id === listing.id)
-          .map((item) => ({
+        itemsJson: itemsJson(
+          (JSON.parse(row.items_record as string) as ItemColumns[]).map((item) => ({
             nameAr: item.name_ar,
             nameEn: item.name_en,
             price: fromThousandths(item.price_thousandths),
             quantity: item.quantity,
-            category: item.category as (typeof Categories)[number],
+            category: item.category,
           })),
-      )
+        ),
+      }
+      listings.push(listing)
     }
+    return { recordCount, listings }
   }
+
 }

@@ -1,10 +1,44 @@
+import type { Kysely } from 'kysely'
 import type { Database } from '../db/connection.js'
+import { onPostgres } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
-import type { WebhookAttemptsTable, WebhookDeliveriesTable } from '../db/tables.js'
+import type { Tables, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../db/tables.js'
 import type { EventType } from '../events/types.js'
-import { ENDPOINT_COLUMNS, type EndpointRow } from './endpoint-scripts.js'
 import { typesOf } from './event-mask.js'
 import type { DeliveryAttempt, WebhookEndpoint } from './schemas.js'
+
+export type EndpointRow = WebhookEndpointsTable
+
+const ENDPOINT_COLUMNS = [
+  'id',
+  'provider_id',
+  'url',
+  'event_mask',
+  'status',
+  'disabled_reason',
+  'created_at_ms',
+  'secret',
+  'previous_secret',
+  'previous_secret_until_ms',
+  'failing_since_ms',
+] as const satisfies ReadonlyArray<keyof EndpointRow>
+
+/** docs/api.md#webhooks: a provider has at most this many endpoints. */
+export const MAX_ENDPOINTS_PER_PROVIDER = 10
+
+export interface NewEndpoint {
+  providerId: string
+  id: string
+  url: string
+  eventMask: number
+  secret: string
+  nowMs: number
+}
+
+interface Owned {
+  providerId: string
+  endpointId: string
+}
 
 const iso = (ms: number) => new Date(Number(ms)).toISOString()
 
@@ -23,15 +57,17 @@ export function endpointView(row: EndpointRow): WebhookEndpoint {
 type PendingRow = Pick<WebhookDeliveriesTable, 'event_id' | 'event_type' | 'attempts' | 'next_attempt_at_ms'>
 type AttemptRow = Omit<WebhookAttemptsTable, 'endpoint_id'>
 
-/** Reads of webhook endpoints and their delivery log; their changes are write scripts (endpoint-scripts.ts). */
+/** A provider's webhook endpoints, their changes, and their delivery log. */
 export class WebhookRepository {
+  readonly #db: Kysely<Tables>
   readonly #list: PreparedQuery<{ providerId: string }, EndpointRow>
   readonly #one: PreparedQuery<{ providerId: string; id: string }, EndpointRow>
   readonly #pending: PreparedQuery<{ endpointId: string; limit: number }, PendingRow>
   readonly #attempts: PreparedQuery<{ endpointId: string; limit: number }, AttemptRow>
 
   constructor(database: Database) {
-    const columns = ENDPOINT_COLUMNS.split(', ') as Array<keyof EndpointRow>
+    this.#db = database.kysely
+    const columns = ENDPOINT_COLUMNS
     this.#list = new PreparedQuery(database.kysely, (db, param) =>
       db.selectFrom('webhook_endpoints').select(columns).where('provider_id', '=', param('providerId')).orderBy('created_at_ms').orderBy('id'),
     )
@@ -62,6 +98,81 @@ export class WebhookRepository {
 
   async find(providerId: string, id: string): Promise<EndpointRow | undefined> {
     return (await this.#one.execute({ providerId, id }))[0]
+  }
+
+  /** A new endpoint, or 'limit' when the provider already has MAX_ENDPOINTS_PER_PROVIDER. */
+  create(args: NewEndpoint): Promise<EndpointRow | 'limit'> {
+    return this.#db.transaction().execute(async (tx) => {
+      // The provider's row, locked: two creates at once cannot both see nine endpoints and make eleven.
+      await tx
+        .selectFrom('providers')
+        .select('id')
+        .where('id', '=', args.providerId)
+        .$if(onPostgres(tx), (qb) => qb.forUpdate())
+        .execute()
+      const counted = await tx
+        .selectFrom('webhook_endpoints')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('provider_id', '=', args.providerId)
+        .executeTakeFirstOrThrow()
+      if (Number(counted.n) >= MAX_ENDPOINTS_PER_PROVIDER) return 'limit'
+      return tx
+        .insertInto('webhook_endpoints')
+        .values({
+          id: args.id,
+          provider_id: args.providerId,
+          url: args.url,
+          event_mask: args.eventMask,
+          status: 'enabled',
+          created_at_ms: args.nowMs,
+          secret: args.secret,
+          disabled_reason: null,
+          previous_secret: null,
+          previous_secret_until_ms: null,
+          failing_since_ms: null,
+        })
+        .returning(ENDPOINT_COLUMNS)
+        .executeTakeFirstOrThrow()
+    })
+  }
+
+  /** Removes the endpoint with what it is still owed and its log: no attempt starts for it afterwards. */
+  delete({ providerId, endpointId }: Owned): Promise<boolean> {
+    return this.#db.transaction().execute(async (tx) => {
+      const gone = await tx
+        .deleteFrom('webhook_endpoints')
+        .where('id', '=', endpointId)
+        .where('provider_id', '=', providerId)
+        .returning('id')
+        .executeTakeFirst()
+      if (!gone) return false
+      await tx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', endpointId).execute()
+      await tx.deleteFrom('webhook_attempts').where('endpoint_id', '=', endpointId).execute()
+      return true
+    })
+  }
+
+  /** A new secret; the one it replaces keeps signing until `previousUntilMs` (docs/api.md#webhooks: 24 h). */
+  rotateSecret({ providerId, endpointId, secret, previousUntilMs }: Owned & { secret: string; previousUntilMs: number }): Promise<EndpointRow | undefined> {
+    // Every right-hand side reads the row as it was: the previous secret is the one being replaced.
+    return this.#db
+      .updateTable('webhook_endpoints')
+      .set((eb) => ({ previous_secret: eb.ref('secret'), previous_secret_until_ms: previousUntilMs, secret }))
+      .where('id', '=', endpointId)
+      .where('provider_id', '=', providerId)
+      .returning(ENDPOINT_COLUMNS)
+      .executeTakeFirst()
+  }
+
+  /** Enabled again, with a clean record: its deliveries still owed are attempted when due. */
+  enable({ providerId, endpointId }: Owned): Promise<EndpointRow | undefined> {
+    return this.#db
+      .updateTable('webhook_endpoints')
+      .set({ status: 'enabled', disabled_reason: null, failing_since_ms: null })
+      .where('id', '=', endpointId)
+      .where('provider_id', '=', providerId)
+      .returning(ENDPOINT_COLUMNS)
+      .executeTakeFirst()
   }
 
   /** The endpoint's log, newest first: attempts made, and the next attempt of each delivery still owed. */

@@ -5,10 +5,8 @@ import { jsonResponse } from '../http/openapi.js'
 import { prefixedId } from '../ids.js'
 import { ipLiteral, type AddressPolicy } from '../images/address-policy.js'
 import { providerOf } from '../providers/authenticate.js'
-import type { Writes } from '../writes/writes.js'
-import { MAX_ENDPOINTS_PER_PROVIDER, type EndpointRow } from './endpoint-scripts.js'
 import { ALL_EVENTS, maskOf } from './event-mask.js'
-import { endpointView, type WebhookRepository } from './repository.js'
+import { endpointView, MAX_ENDPOINTS_PER_PROVIDER, type EndpointRow, type WebhookRepository } from './repository.js'
 import {
   CreatedWebhookEndpoint,
   CreateWebhookBody,
@@ -29,7 +27,6 @@ import { generateSecret } from './signature.js'
 
 export interface WebhookRoutesOptions {
   webhooks: WebhookRepository
-  writes: Writes
   clock: Clock
   /** The address policy of attempts (WEBHOOK_ALLOW_PRIVATE_NETWORKS): an address literal it refuses is refused at once. */
   policy: AddressPolicy
@@ -52,7 +49,7 @@ const endpointResponse = (description: string) =>
 const PROBLEMS: ProblemType[] = ['invalid-request', 'not-found', 'internal', 'unavailable']
 
 /** docs/api.md#webhooks: a provider's webhook endpoints and their delivery log. */
-export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { webhooks, writes, clock, policy }) => {
+export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { webhooks, clock, policy }) => {
   /** The endpoint the path names, of the caller's; 404 otherwise. */
   const ownEndpoint = async (providerId: string, webhookId: string): Promise<EndpointRow> => {
     const row = ENDPOINT_ID.test(webhookId) ? await webhooks.find(providerId, webhookId) : undefined
@@ -95,7 +92,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
       }
       const nowMs = clock()
       const secret = generateSecret()
-      const created = await writes.run('createEndpoint', {
+      const created = await webhooks.create({
         providerId: provider.id,
         id: prefixedId('wh', nowMs),
         url: input.url,
@@ -156,7 +153,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     },
     async (request, reply) => {
       const webhookId = idOf(request.params)
-      const deleted = ENDPOINT_ID.test(webhookId) && (await writes.run('deleteEndpoint', { providerId: providerOf(request).id, endpointId: webhookId }))
+      const deleted = ENDPOINT_ID.test(webhookId) && (await webhooks.delete({ providerId: providerOf(request).id, endpointId: webhookId }))
       if (!deleted) throw notFound()
       return reply.code(204).send()
     },
@@ -182,7 +179,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
       if (!ENDPOINT_ID.test(webhookId)) throw notFound()
       const secret = generateSecret()
       found(
-        await writes.run('rotateSecret', {
+        await webhooks.rotateSecret({
           providerId: providerOf(request).id,
           endpointId: webhookId,
           secret,
@@ -211,7 +208,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     async (request) => {
       const webhookId = idOf(request.params)
       if (!ENDPOINT_ID.test(webhookId)) throw notFound()
-      return endpointView(found(await writes.run('enableEndpoint', { providerId: providerOf(request).id, endpointId: webhookId })))
+      return endpointView(found(await webhooks.enable({ providerId: providerOf(request).id, endpointId: webhookId })))
     },
   )
 

@@ -4,13 +4,14 @@ import type { AttemptObserver } from '../metrics.js'
 import { eventOf } from '../events/feed.js'
 import { Periodic } from '../periodic.js'
 import { TrailingBatches } from '../trailing-batches.js'
-import type { Writes } from '../writes/writes.js'
-import type { AttemptRecord, ClaimedDelivery } from './delivery-scripts.js'
+import type { Kysely } from 'kysely'
+import type { Tables } from '../db/tables.js'
+import { claimDeliveries, recordAttempts, type AttemptRecord, type ClaimedDelivery } from './deliveries.js'
 import type { WebhookSender } from './sender.js'
 import { signatureHeader } from './signature.js'
 
 export interface DeliveryWorkerOptions {
-  writes: Writes
+  db: Kysely<Tables>
   clock: Clock
   sender: WebhookSender
   /** WEBHOOK_TIMEOUT_MS: also sets how long a claim holds a delivery. */
@@ -73,7 +74,7 @@ const BUSY_CLAIM = 12
 
 /**
  * Delivers webhook events (docs/api.md#webhooks); every instance runs one. It claims due deliveries (a lease in the
- * database: delivery-scripts.ts), POSTs each signed event through the guarded sender, and records outcomes in
+ * database: deliveries.ts), POSTs each signed event through the guarded sender, and records outcomes in
  * batches, rescheduling failures after each delay of the schedule, up to 10 % later. Due times live in the
  * database, not in timers, so nothing is lost across restarts; the worker only polls. No Fastify here but the
  * logger's type; server.ts starts it once listening and stops it with the drain.
@@ -96,7 +97,7 @@ export class DeliveryWorker {
 
   constructor(options: DeliveryWorkerOptions) {
     this.#options = { maxInFlight: 128, perEndpoint: 32, pollMs: 250, random: Math.random, observer: NO_OBSERVER, busy: () => false, ...options }
-    const { logger, writes, clock } = this.#options
+    const { logger, db, clock } = this.#options
     this.#periodic = new Periodic(
       () => this.#claimAndStart(),
       this.#options.pollMs,
@@ -105,7 +106,7 @@ export class DeliveryWorker {
     // Outcomes that finish together are recorded by one transaction.
     this.#recorder = new TrailingBatches(
       async (records) => {
-        const disabled = await writes.run('recordAttempts', { nowMs: clock(), records, disableAfterMs: DISABLE_AFTER_MS })
+        const disabled = await recordAttempts(db, { nowMs: clock(), records, disableAfterMs: DISABLE_AFTER_MS })
         for (const endpointId of disabled) logger.warn({ endpointId }, 'webhook endpoint disabled')
         return records.map(() => ({ ok: true, value: undefined }))
       },
@@ -135,7 +136,7 @@ export class DeliveryWorker {
   }
 
   async #claimAndStart(): Promise<void> {
-    const { writes, clock, maxInFlight, perEndpoint, timeoutMs, busy } = this.#options
+    const { db, clock, maxInFlight, perEndpoint, timeoutMs, busy } = this.#options
     while (!this.#stopping) {
       const giveWay = busy()
       const limit = Math.min(maxInFlight - this.#inFlight.size, giveWay ? BUSY_CLAIM : CLAIM_BATCH)
@@ -143,7 +144,7 @@ export class DeliveryWorker {
       const nowMs = clock()
       const now = performance.now()
       for (const [endpointId, until] of this.#resting) if (until <= now) this.#resting.delete(endpointId)
-      const { deliveries, more } = await writes.run('claimDeliveries', {
+      const { deliveries, more } = await claimDeliveries(db, {
         nowMs,
         limit,
         leaseUntilMs: nowMs + timeoutMs + LEASE_MARGIN_MS,

@@ -1,0 +1,226 @@
+import type { Kysely } from 'kysely'
+import type { Tx } from '../db/connection.js'
+import { onPostgres } from '../db/dialect.js'
+import type { Tables } from '../db/tables.js'
+import type { ProblemDetail } from '../errors.js'
+import { recordEvents, type EventType, type NewEvent } from '../events/record.js'
+import { toThousandths, type ItemColumns } from './columns.js'
+import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, type ListingState } from './listing-state.js'
+import type { PatchListingInput } from './schemas.js'
+
+/*
+ * The changes of a listing (docs/api.md#statuses-and-expiry): PATCH, withdraw and the expiry sweep. Each rule is
+ * a plain function of the listing as it is; each change is one transaction that reads the listing locked (FOR
+ * UPDATE on PostgreSQL: concurrent changes of one listing, from any instance, take turns), decides by those
+ * rules, writes the listing and its event, and answers with what happened. Nothing is written unless something
+ * changes.
+ */
+
+/** `If-Match`, parsed (http/conditional.ts): `*`, or the opaque parts of its strong entity tags. */
+export interface IfMatch {
+  any: boolean
+  tags: string[]
+}
+
+export type ChangeOutcome =
+  | { kind: 'not-found' }
+  | { kind: 'precondition-failed'; version: number }
+  | { kind: 'closed'; status: 'expired' | 'withdrawn' }
+  | { kind: 'invalid'; errors: ProblemDetail[] }
+  | { kind: 'done'; listing: ListingState; changed: boolean }
+
+export interface ChangeArgs {
+  providerId: string
+  listingId: string
+  ifMatch: IfMatch | null
+  nowMs: number
+}
+
+export interface PatchArgs extends ChangeArgs {
+  patch: PatchListingInput
+}
+
+// ---- The rules ----
+
+/**
+ * What the validator cannot say of a PATCH body alone, all at once as validation reports it: that it changes
+ * something, that each item entry does, and that no position is given twice. Checked before the listing is read.
+ */
+export function patchBodyProblems(patch: PatchListingInput): ProblemDetail[] {
+  const problems: ProblemDetail[] = []
+  if (patch.listingDetails === undefined && patch.items === undefined) {
+    problems.push({ pointer: '', detail: 'must change something: listingDetails.discountRate, items[].quantity or items[].price' })
+  }
+  const seen = new Set<number>()
+  patch.items?.forEach((item, k) => {
+    if (item.quantity === undefined && item.price === undefined) {
+      problems.push({ pointer: `/items/${k}`, detail: 'must change quantity, price or both' })
+    }
+    if (seen.has(item.position)) problems.push({ pointer: `/items/${k}/position`, detail: 'is given more than once' })
+    seen.add(item.position)
+  })
+  return problems
+}
+
+/** Whether `If-Match` stops the change: it names neither `*` nor the current version. */
+export function preconditionFails(ifMatch: IfMatch | null, version: number): boolean {
+  return ifMatch !== null && !ifMatch.any && !ifMatch.tags.includes(`"${version}"`)
+}
+
+/** Positions that name no item of this listing; positions given twice were refused with the body. */
+export function positionErrors(patch: PatchListingInput, itemCount: number): ProblemDetail[] {
+  return (patch.items ?? []).flatMap((change, k) =>
+    change.position < itemCount
+      ? []
+      : [{ pointer: `/items/${k}/position`, detail: `no item has this position: the listing has ${itemCount} (positions 0 to ${itemCount - 1})` }],
+  )
+}
+
+/** The listing with `patch` applied, or null when every value given is already the current one. */
+export function applyPatch(state: ListingState, patch: PatchListingInput): ListingState | null {
+  let changed = false
+  const discountRate = patch.listingDetails?.discountRate ?? state.discount_rate
+  if (discountRate !== state.discount_rate) changed = true
+  const items = state.items.map((item) => ({ ...item }))
+  for (const change of patch.items ?? []) {
+    const item = items[change.position] as ItemColumns
+    if (change.quantity !== undefined && change.quantity !== item.quantity) {
+      item.quantity = change.quantity
+      changed = true
+    }
+    if (change.price !== undefined && toThousandths(change.price) !== item.price_thousandths) {
+      item.price_thousandths = toThousandths(change.price)
+      changed = true
+    }
+  }
+  return changed ? { ...state, discount_rate: discountRate, items } : null
+}
+
+/** A change's version and time: the next version, at `nowMs` but never before the last change. */
+function nextVersion(state: ListingState, nowMs: number): Pick<ListingState, 'version' | 'updated_at_ms'> {
+  return { version: state.version + 1, updated_at_ms: Math.max(nowMs, state.updated_at_ms) }
+}
+
+/**
+ * What a PATCH does to a listing at `nowMs`, in the order its checks are made (after the body's own,
+ * patchBodyProblems): the listing exists (404), If-Match names its version (412: RFC 9110 evaluates a
+ * precondition before anything else about the request), it is still open (409), every position names one of its
+ * items (400); then a body whose values are all the current ones changes nothing.
+ */
+export function decidePatch(state: ListingState | undefined, { ifMatch, nowMs, patch }: PatchArgs): ChangeOutcome {
+  if (!state) return { kind: 'not-found' }
+  const { status, version } = effective(state, nowMs)
+  if (preconditionFails(ifMatch, version)) return { kind: 'precondition-failed', version }
+  if (status === 'expired' || status === 'withdrawn') return { kind: 'closed', status }
+  const errors = positionErrors(patch, state.items.length)
+  if (errors.length > 0) return { kind: 'invalid', errors }
+  const patched = applyPatch(state, patch)
+  if (!patched) return { kind: 'done', listing: state, changed: false }
+  return { kind: 'done', listing: { ...patched, ...nextVersion(state, nowMs) }, changed: true }
+}
+
+/** Withdrawal is final; withdrawing again changes nothing. An expired listing stays expired. */
+export function decideWithdraw(state: ListingState | undefined, { ifMatch, nowMs }: ChangeArgs): ChangeOutcome {
+  if (!state) return { kind: 'not-found' }
+  const { status, version } = effective(state, nowMs)
+  if (preconditionFails(ifMatch, version)) return { kind: 'precondition-failed', version }
+  if (status === 'withdrawn') return { kind: 'done', listing: state, changed: false }
+  if (status === 'expired') return { kind: 'closed', status }
+  return { kind: 'done', listing: { ...state, ...nextVersion(state, nowMs), withdrawn_at_ms: nowMs }, changed: true }
+}
+
+/** A listing once its expiry is recorded: version + 1, changed at the moment of expiry. */
+export function expiredState(state: ListingState): ListingState {
+  return { ...state, version: state.version + 1, updated_at_ms: state.expires_at_unix * 1000, expiry_recorded: 1 }
+}
+
+// ---- The transactions ----
+
+/** The caller's own listing, locked until the transaction ends; another provider's is as unknown as none. */
+async function lockedListing(tx: Tx, { providerId, listingId }: ChangeArgs): Promise<ListingState | undefined> {
+  const row = await tx
+    .selectFrom('listings')
+    .select(STATE_COLUMN_NAMES)
+    .where('id', '=', listingId)
+    .where('provider_id', '=', providerId)
+    .$if(onPostgres(tx), (qb) => qb.forUpdate())
+    .executeTakeFirst()
+  return row && stateFromRow(row)
+}
+
+/** Writes what a change decided, and its event. */
+async function writeChange(tx: Tx, next: ListingState, type: EventType, nowMs: number): Promise<void> {
+  await tx
+    .updateTable('listings')
+    .set({
+      version: next.version,
+      updated_at_ms: next.updated_at_ms,
+      discount_rate: next.discount_rate,
+      sold_out: isSoldOut(next.items) ? 1 : 0,
+      items_record: JSON.stringify(next.items),
+      withdrawn_at_ms: next.withdrawn_at_ms,
+    })
+    .where('id', '=', next.id)
+    .execute()
+  await recordEvents(tx, next.provider_id, nowMs, [{ type, listing: next }])
+}
+
+/** A change as one transaction: read the listing locked, decide, write what changed. */
+function change(db: Kysely<Tables>, args: ChangeArgs, decide: (state: ListingState | undefined) => ChangeOutcome, type: EventType) {
+  return db.transaction().execute(async (tx) => {
+    const outcome = decide(await lockedListing(tx, args))
+    if (outcome.kind === 'done' && outcome.changed) await writeChange(tx, outcome.listing, type, args.nowMs)
+    return outcome
+  })
+}
+
+export function patchListing(db: Kysely<Tables>, args: PatchArgs): Promise<ChangeOutcome> {
+  return change(db, args, (state) => decidePatch(state, args), 'listing.updated')
+}
+
+export function withdrawListing(db: Kysely<Tables>, args: ChangeArgs): Promise<ChangeOutcome> {
+  return change(db, args, (state) => decideWithdraw(state, args), 'listing.withdrawn')
+}
+
+/**
+ * Records the expiry of up to `limit` listings whose time has come (expiry.ts runs it every few seconds on every
+ * instance): expiredState and a `listing.expired` event each. SKIP LOCKED on PostgreSQL: two instances sweeping
+ * at once take different listings, and a listing whose expiry is recorded is not selected again, so each expiry
+ * is recorded exactly once. A withdrawn listing never expires. Returns how many were recorded.
+ */
+export function expireDue(db: Kysely<Tables>, { nowMs, limit }: { nowMs: number; limit: number }): Promise<number> {
+  return db.transaction().execute(async (tx) => {
+    const rows = await tx
+      .selectFrom('listings')
+      .select(STATE_COLUMN_NAMES)
+      .where('expiry_recorded', '=', 0)
+      .where('withdrawn_at_ms', 'is', null)
+      .where('expires_at_unix', '<=', Math.floor(nowMs / 1000))
+      .orderBy('expires_at_unix')
+      .limit(limit)
+      .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
+      .execute()
+    if (rows.length === 0) return 0
+    await tx
+      .updateTable('listings')
+      .set((eb) => ({ version: eb('version', '+', 1), updated_at_ms: eb('expires_at_unix', '*', 1000), expiry_recorded: 1 }))
+      .where(
+        'id',
+        'in',
+        rows.map((row) => row.id),
+      )
+      .execute()
+    const byProvider = new Map<string, NewEvent[]>()
+    for (const row of rows) {
+      const listing = expiredState(stateFromRow(row))
+      const events = byProvider.get(listing.provider_id) ?? []
+      events.push({ type: 'listing.expired', listing })
+      byProvider.set(listing.provider_id, events)
+    }
+    // Providers in one order on every instance, so two sweepers never wait on each other's provider rows.
+    for (const providerId of [...byProvider.keys()].sort()) {
+      await recordEvents(tx, providerId, nowMs, byProvider.get(providerId) as NewEvent[])
+    }
+    return rows.length
+  })
+}
