@@ -153,6 +153,17 @@ export interface RecordArgs {
 }
 
 /**
+ * When a delivery is tried again after attempt number `attempt` (from 1): after a failure, the schedule's delay for
+ * that attempt (WEBHOOK_RETRY_SCHEDULE) plus up to a tenth more, drawn from `random` in [0, 1) so that receivers
+ * coming back are not met by every retry at once; never after a success, nor after the schedule's last delay.
+ */
+export function nextAttemptAt(attempt: number, succeeded: boolean, nowMs: number, retryDelaysMs: readonly number[], random: number): number | null {
+  const delay = retryDelaysMs[attempt - 1]
+  if (succeeded || delay === undefined) return null
+  return nowMs + Math.round(delay * (1 + 0.1 * random))
+}
+
+/**
  * Why an endpoint is disabled after this attempt, or null: a 410 Gone disables at once; otherwise every attempt
  * since `failingSinceMs` has failed, for `disableAfterMs` or longer.
  */

@@ -6,7 +6,7 @@ import { Periodic } from '../periodic.js'
 import { TrailingBatches } from '../trailing-batches.js'
 import type { Kysely } from 'kysely'
 import type { Tables } from '../db/tables.js'
-import { claimDeliveries, recordAttempts, type AttemptRecord, type ClaimedDelivery } from './deliveries.js'
+import { claimDeliveries, nextAttemptAt, recordAttempts, type AttemptRecord, type ClaimedDelivery } from './deliveries.js'
 import type { WebhookSender } from './sender.js'
 import { signatureHeader } from './signature.js'
 
@@ -198,8 +198,7 @@ export class DeliveryWorker {
     if (delivery.attempts === 0) observer.firstAttemptLag(Math.max(0, atMs - delivery.created_at_ms) / 1000)
     if (!result.succeeded) this.#resting.set(delivery.endpoint_id, performance.now() + REST_AFTER_FAILURE_MS)
     const attempt = delivery.attempts + 1
-    const delay = retryDelaysMs[attempt - 1]
-    const retryAtMs = result.succeeded || delay === undefined ? null : clock() + Math.round(delay * (1 + 0.1 * random()))
+    const retryAtMs = nextAttemptAt(attempt, result.succeeded, clock(), retryDelaysMs, random())
     // No URL and no secret: the log says which delivery, and how it went.
     logger.debug({ endpointId: delivery.endpoint_id, eventId: delivery.id, attempt, status: result.responseStatus, error: result.error, detail: result.logDetail }, 'webhook attempt')
     await this.#recorder.submit('outcomes', {
