@@ -57,10 +57,14 @@ export async function startService(env: Record<string, string> = {}, token?: str
     token: token ?? /lst_[A-Za-z0-9_-]{43}/.exec(stdout)?.[0] ?? '',
     stop: () =>
       new Promise((resolve) => {
-        child.once('exit', () => {
+        const done = () => {
           rmSync(dir, { recursive: true, force: true }) // its log and, unless DATABASE_URL was given, its database
           resolve()
-        })
+        }
+        // Already gone (a Ctrl-C reaches the whole process group): no 'exit' is coming, and waiting for one left
+        // the caller's clean-up (dropping its databases) undone.
+        if (child.exitCode !== null || child.signalCode !== null) return done()
+        child.once('exit', done)
         child.kill('SIGTERM')
       }),
   }

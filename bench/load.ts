@@ -102,6 +102,11 @@ function setup(thread)
   threads = threads + 1
   thread:set("tid", threads)
 end
+-- Each thread has its own Lua state, and LuaJIT's generator starts from the same state in each: unseeded, both
+-- threads would draw the same kinds in the same order (house.ts's random page: the same pages at the same time).
+function init(args)
+  math.randomseed(${Math.floor(Math.random() * 1e9)} + tid * 7919)
+end
 local n = 0
 function request()
   n = n + 1
