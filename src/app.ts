@@ -195,7 +195,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         clock,
         create: {
           listings,
-          creates: new ListingCreates(database.kysely, { concurrent: database.dialect === 'postgres' ? 2 : 1 }),
+          creates: new ListingCreates(database.writer, { concurrent: database.dialect === 'postgres' ? 2 : 1 }),
           clock,
           checkImages,
           ttlSeconds: {
@@ -204,7 +204,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
           },
         },
       })
-      await api.register(oneListingRoutes, { listings, db: database.kysely, clock })
+      await api.register(oneListingRoutes, { listings, db: database.writer, clock })
       await api.register(eventRoutes, { feed: new EventFeed(database) })
       await api.register(webhookRoutes, {
         webhooks: new WebhookRepository(database),

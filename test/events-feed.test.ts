@@ -94,7 +94,7 @@ await describeEachDialect('event feed', (service) => {
 
     service.clock.now += 2 * dayMs
     // Earlier tests' events on this service are as old: they go too.
-    const pruned = await pruneEvents(service.database.kysely, { beforeMs: service.clock() - service.config.EVENT_RETENTION_DAYS * dayMs, limit: 1000 })
+    const pruned = await pruneEvents(service.database.writer, { beforeMs: service.clock() - service.config.EVENT_RETENTION_DAYS * dayMs, limit: 1000 })
     assert.ok(pruned >= 1)
     const kept = (await service.request('GET', '/api/v1/events', { token })).body.data
     assert.equal(kept.length, 1)

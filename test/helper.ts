@@ -238,7 +238,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     database,
     databaseUrl: testDatabase.url,
     drain,
-    recordExpiries: () => recordExpiries(database.kysely, clock),
+    recordExpiries: () => recordExpiries(database.writer, clock),
     baseUrl: address,
     clock,
     config,

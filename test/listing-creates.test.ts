@@ -27,7 +27,7 @@ for (const dialect of await testDialects()) {
       database = openDatabase(testDb.url)
       await migrate(database)
       providerId = (await new ProviderRepository(database).create({ name: 'Writer test' }, Date.now())).id
-      creates = new ListingCreates(database.kysely, { concurrent: 2 })
+      creates = new ListingCreates(database.writer, { concurrent: 2 })
     })
     after(async () => {
       await database.close()
@@ -95,10 +95,15 @@ for (const dialect of await testDialects()) {
     })
 
     if (dialect === 'sqlite') {
+      // The failure switches (query_only, max_page_count) belong to a connection: these creates are written on the
+      // main one, where the test can set them, by the same functions the writer thread's connection runs.
+      const onMain = () => new ListingCreates(database.kysely, { concurrent: 1 })
+
       test('read-only database (query_only): creates fail as an outage, nothing is stored, then it writes again', async () => {
         const connection = database.sqlite?.connection
         assert.ok(connection)
         const before = await stored()
+        const creates = onMain()
         connection.pragma('query_only = on')
         try {
           const outcomes = await Promise.allSettled([creates.store(create()), creates.store(create({}, 3))])
@@ -118,6 +123,7 @@ for (const dialect of await testDialects()) {
       test('disk full (max_page_count): the create that does not fit fails as an outage; the file stays intact and consistent', async () => {
         const connection = database.sqlite?.connection
         assert.ok(connection)
+        const creates = onMain()
         const before = await stored()
         const long = 'x'.repeat(200)
         const bigBody = listingBody({}, 100)

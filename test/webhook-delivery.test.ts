@@ -32,7 +32,7 @@ function startWorker(
   options: { busy?: () => boolean; pollMs?: number } = {},
 ): DeliveryWorker {
   const worker = new DeliveryWorker({
-    db: service.database.kysely,
+    db: service.database.writer,
     clock: service.clock,
     sender: new WebhookSender({ policy, timeoutMs: TIMEOUT_MS }),
     timeoutMs: TIMEOUT_MS,

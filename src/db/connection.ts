@@ -15,14 +15,15 @@ import pg from 'pg'
 import { isDatabaseUnavailable } from './dialect.js'
 import { queryOperation, type QueryOperation } from './query-operation.js'
 import { openSqliteConnection } from './sqlite-connection.js'
+import { sqliteWriterDialect } from './sqlite-writer.js'
 import { SqliteReadThread } from './sqlite-read-thread.js'
 import type { Tables } from './tables.js'
 
 export type DialectName = 'sqlite' | 'postgres'
 
 /**
- * A write transaction: every write of the service is a function taking one (`database.kysely.transaction()`).
- * On SQLite it began IMMEDIATE (withStatementCache): it holds the database's write lock from its first statement.
+ * A write transaction: every write of the service is a function taking one (`database.writer.transaction()`).
+ * On SQLite it begins IMMEDIATE: it holds the database's write lock from its first statement.
  */
 export type Tx = Transaction<Tables>
 
@@ -34,11 +35,13 @@ export interface Database {
    * for another instance's migration, may rightly take minutes (beginExclusive lifts the server-side one).
    */
   readonly unbounded: Kysely<Tables>
-  readonly dialect: DialectName
   /**
-   * SQLite only: the file (or ':memory:') and the raw connection Kysely runs on, for the listings writer
-   * (src/listings/sqlite-writer.ts), which writes on a connection of its own in a worker thread.
+   * Where write transactions run (`writer.transaction()`). PostgreSQL: the same pool as `kysely`. A SQLite file: a
+   * connection of its own on a worker thread (sqlite-writer.ts), so no commit's fsync stops the event loop.
    */
+  readonly writer: Kysely<Tables>
+  readonly dialect: DialectName
+  /** SQLite only: the file (or ':memory:') and the main connection, the one Kysely reads on. */
   readonly sqlite?: {
     path: string
     connection: SQLite.Database
@@ -209,14 +212,18 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       // An in-memory database exists on this connection only: no other thread can open it.
       const reads = target.path === ':memory:' ? undefined : new SqliteReadThread(target.path, observeQuery && ((seconds) => observeQuery('select', seconds)))
       // No query timeout to lift: better-sqlite3 runs each statement synchronously to its end.
+      // An in-memory database exists on this connection only: it is written here too.
+      const writer = target.path === ':memory:' ? kysely : new Kysely<Tables>({ dialect: sqliteWriterDialect(target.path), log })
       return {
         kysely,
         unbounded: kysely,
+        writer,
         dialect: 'sqlite',
         sqlite: { path: target.path, connection: sqlite, reads },
         observeQuery,
         close: async () => {
           await reads?.close()
+          if (writer !== kysely) await writer.destroy()
           await kysely.destroy()
         },
       }
@@ -241,7 +248,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, QUERY_TIMEOUT_MS) }), log })
       // Shares the pool; only `kysely` ends it on close.
       const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, undefined) }), log })
-      return { kysely, unbounded, dialect: 'postgres', observeQuery, close: () => kysely.destroy() }
+      return { kysely, unbounded, writer: kysely, dialect: 'postgres', observeQuery, close: () => kysely.destroy() }
     }
   }
 }

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
 
-// Its own module, without Kysely or pg: the SQLite writer thread (src/listings/sqlite-writer-worker.ts) opens
+// Its own module, without Kysely or pg: the SQLite writer thread (sqlite-writer-worker.ts) opens
 // its connection with it, and every module it imports is loaded again in that thread.
 
 /** How long a SQLite write waits for another connection's lock before failing (then 503). */

@@ -66,7 +66,7 @@ export class WebhookRepository {
   readonly #attempts: PreparedQuery<{ endpointId: string; limit: number }, AttemptRow>
 
   constructor(database: Database) {
-    this.#db = database.kysely
+    this.#db = database.writer
     const columns = ENDPOINT_COLUMNS
     this.#list = new PreparedQuery(database.kysely, (db, param) =>
       db.selectFrom('webhook_endpoints').select(columns).where('provider_id', '=', param('providerId')).orderBy('created_at_ms').orderBy('id'),

@@ -1,0 +1,110 @@
+import {
+  CompiledQuery,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type Kysely,
+  type QueryResult,
+} from 'kysely'
+import { ModuleThread } from './module-worker.js'
+
+/** A statement for the writer thread, and its answer. */
+export type WriterRequest = { type: 'run'; id: number; sql: string; parameters: readonly unknown[] } | { type: 'close' }
+export type WriterReply =
+  | { id: number; rows: unknown[]; changes?: number; lastInsertRowid?: number }
+  | { id: number; error: { message: string; code?: string } }
+
+interface Pending {
+  resolve(result: QueryResult<unknown>): void
+  reject(error: unknown): void
+}
+
+/**
+ * The connection a SQLite file is written through: its own, on a worker thread (sqlite-writer-worker.ts). Queries
+ * are built and typed by Kysely here as anywhere; only their execution crosses to the thread. better-sqlite3 is
+ * synchronous: on the event loop, every commit's fsync (and now and then a WAL checkpoint) stopped every other
+ * request while it ran, and a write lock held by another process was waited for there too. Why this, and what it
+ * costs: docs/design/0006-one-write-path.md.
+ *
+ * One connection: transactions take turns (a mutex, as Kysely's own SQLite driver has).
+ */
+class SqliteWriterDriver implements Driver {
+  readonly #thread: ModuleThread<Pending, WriterReply>
+  readonly #connection: DatabaseConnection
+  #turn: Promise<void> = Promise.resolve()
+  #release?: () => void
+
+  constructor(path: string) {
+    this.#thread = new ModuleThread(import.meta.url, 'sqlite-writer-worker', { path }, 'SQLite writer thread', (reply: WriterReply) => {
+      const pending = this.#thread.take(reply.id)
+      if (!pending) return
+      if ('error' in reply) {
+        // As dialect.ts classifies errors: by SQLite's code.
+        pending.reject(Object.assign(new Error(reply.error.message), { name: 'SqliteError', code: reply.error.code }))
+        return
+      }
+      pending.resolve({
+        rows: reply.rows,
+        numAffectedRows: reply.changes === undefined ? undefined : BigInt(reply.changes),
+        insertId: reply.lastInsertRowid === undefined ? undefined : BigInt(reply.lastInsertRowid),
+      })
+    })
+    const run = (query: CompiledQuery): Promise<QueryResult<any>> =>
+      new Promise((resolve, reject) => {
+        this.#thread.send((id) => ({ type: 'run', id, sql: query.sql, parameters: query.parameters }) satisfies WriterRequest, { resolve, reject })
+      })
+    this.#connection = {
+      executeQuery: run,
+      // eslint-disable-next-line require-yield -- the service never streams
+      streamQuery: async function* () {
+        throw new Error('the SQLite writer does not stream')
+      },
+    }
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const previous = this.#turn
+    let release!: () => void
+    this.#turn = new Promise((resolve) => (release = resolve))
+    await previous
+    this.#release = release
+    return this.#connection
+  }
+
+  async releaseConnection(): Promise<void> {
+    this.#release?.()
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    // IMMEDIATE: the write lock from the start. A DEFERRED transaction that reads, then writes, after another
+    // process's commit fails with SQLITE_BUSY at once instead of waiting busy_timeout.
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('commit'))
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('rollback'))
+  }
+
+  destroy(): Promise<void> {
+    return this.#thread.close({ type: 'close' } satisfies WriterRequest)
+  }
+}
+
+/** Kysely's SQLite dialect, its statements run by the writer thread on a connection to `path`. */
+export function sqliteWriterDialect(path: string): Dialect {
+  return {
+    createAdapter: () => new SqliteAdapter(),
+    createDriver: () => new SqliteWriterDriver(path),
+    createIntrospector: (db: Kysely<any>) => new SqliteIntrospector(db),
+    createQueryCompiler: () => new SqliteQueryCompiler(),
+  }
+}
