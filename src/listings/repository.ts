@@ -1,27 +1,12 @@
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
-import { SqliteReadCache } from '../db/sqlite-read-cache.js'
-import { TrailingBatches } from '../trailing-batches.js'
 import type { Writes } from '../writes/writes.js'
 import type { ChangeOutcome, IfMatch } from './change-scripts.js'
-import { fromThousandths } from './columns.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
-import { itemsJson, type PageListing } from './page-json.js'
 import type { ListingWrite, ListingWriter, StoredListing } from './listing-write.js'
+import type { ListingsPageData, PageListing } from './page-view.js'
 import { postgresListingWriter } from './postgres-writer.js'
-import type { Categories, ListListingsParams, PatchListingInput } from './schemas.js'
-
-interface PageParams {
-  providerId: string
-  skip: number
-  limit: number
-}
-
-/** One page as read: shared by the requests a query served, so nobody may change it. */
-export interface ListingsPageData {
-  readonly recordCount: number
-  readonly listings: readonly PageListing[]
-}
+import type { ListListingsParams, PatchListingInput } from './schemas.js'
 
 export interface StoredListingRef {
   listingId: string
@@ -37,9 +22,11 @@ interface PageRow {
   expires_at_unix: number | null
   withdrawn_at_ms: number | null
   sold_out: number | null
+  version: number | null
+  expiry_recorded: number | null
   brand_name_ar: string | null
   brand_name_en: string | null
-  items_json: string | null
+  items_record: string | null
 }
 
 export class ListingRepository {
@@ -49,15 +36,6 @@ export class ListingRepository {
     { id: string; expires_at_unix: number; request_hash: string }
   >
 
-  /**
-   * PostgreSQL: concurrent reads of the same page share a query (TrailingBatches: never one that began before
-   * the request). A provider's page 1 polled by many clients at once is the common hot spot; 50 clients
-   * reading it cost 50 round trips queued on 10 pooled connections, each also paid in the CPU the database
-   * shares with us.
-   */
-  readonly #samePageReads?: TrailingBatches<PageParams, ListingsPageData>
-  /** SQLite: pages are kept until anything is committed (SqliteReadCache); the query is most of a page's time. */
-  readonly #unchangedPages?: SqliteReadCache<ListingsPageData>
   /**
    * Creates: the create script on SQLite (create-script.ts, on the writer thread); on PostgreSQL, a provider's
    * creates that arrive together are one statement (postgres-writer.ts).
@@ -71,17 +49,10 @@ export class ListingRepository {
     /** Where changes are written: every write script runs there (writes/). */
     private readonly writes: Writes,
   ) {
-    const { sqlite } = database
-    if (sqlite) {
+    if (database.sqlite) {
       this.#writer = { write: (write) => writes.run('createListing', write) }
-      this.#unchangedPages = new SqliteReadCache(sqlite.connection)
     } else {
       this.#writer = postgresListingWriter(database)
-      this.#samePageReads = new TrailingBatches(async (requests) => {
-        // Identical requests (one key): one read answers them all.
-        const page = await this.#readPage(requests[0] as PageParams)
-        return requests.map(() => ({ ok: true, value: page }))
-      })
     }
     this.#referenceQuery = new PreparedQuery(database.kysely, (db, param) =>
       db
@@ -121,9 +92,11 @@ export class ListingRepository {
           'l.expires_at_unix',
           'l.withdrawn_at_ms',
           'l.sold_out',
+          'l.version',
+          'l.expiry_recorded',
           'l.brand_name_ar',
           'l.brand_name_en',
-          'l.items_json',
+          'l.items_record',
         ])
         .where('p.id', '=', param('providerId'))
         .orderBy('l.seq', 'desc'),
@@ -165,63 +138,26 @@ export class ListingRepository {
    * of the provider's counter row: an index range, as cheap at page 10,000 as at page 1, and recordCount is
    * read in the same statement. The left join keeps the provider's row when the page is past the end.
    */
-  page(providerId: string, { page, limit }: ListListingsParams): Promise<ListingsPageData> {
-    const params = { providerId, skip: (page - 1) * limit, limit }
-    const key = `${providerId} ${params.skip} ${limit}`
-    if (this.#unchangedPages) return this.#unchangedPages.get(key, () => this.#readPage(params))
-    if (this.#samePageReads) return this.#samePageReads.submit(key, params)
-    return this.#readPage(params)
-  }
-
-  async #readPage({ providerId, skip, limit }: PageParams): Promise<ListingsPageData> {
+  async page(providerId: string, { page, limit }: ListListingsParams): Promise<ListingsPageData> {
+    const skip = (page - 1) * limit
     const rows = await this.#pageQuery.execute({ providerId, skip, skipPlusLimit: skip + limit })
     const recordCount = rows[0]?.listing_count ?? 0
     const listings: PageListing[] = []
-    const withoutJson: PageListing[] = []
     for (const row of rows) {
       if (row.id === null) continue // the provider's row alone: past the end
-      const listing: PageListing = {
+      listings.push({
         id: row.id,
         referenceId: row.reference_id as string,
         expiresAtUnix: row.expires_at_unix as number,
         withdrawn: row.withdrawn_at_ms !== null,
         soldOut: row.sold_out === 1,
+        version: row.version as number,
+        expiryRecorded: row.expiry_recorded === 1,
         brandNameAr: row.brand_name_ar as string,
         brandNameEn: row.brand_name_en as string,
-        itemsJson: row.items_json ?? '',
-      }
-      listings.push(listing)
-      if (row.items_json === null) withoutJson.push(listing)
+        itemsRecord: row.items_record as string,
+      })
     }
-    if (withoutJson.length > 0) await this.#fillItemsJson(withoutJson)
     return { recordCount, listings }
-  }
-
-  /** Listings written before items_json existed (see its migration) get it from their item rows. */
-  async #fillItemsJson(listings: PageListing[]): Promise<void> {
-    const items = await this.database.kysely
-      .selectFrom('listing_items')
-      .select(['listing_id', 'name_ar', 'name_en', 'price_thousandths', 'quantity', 'category'])
-      .where(
-        'listing_id',
-        'in',
-        listings.map((listing) => listing.id),
-      )
-      .orderBy('listing_id')
-      .orderBy('position')
-      .execute()
-    for (const listing of listings) {
-      listing.itemsJson = itemsJson(
-        items
-          .filter((item) => item.listing_id === listing.id)
-          .map((item) => ({
-            nameAr: item.name_ar,
-            nameEn: item.name_en,
-            price: fromThousandths(item.price_thousandths),
-            quantity: item.quantity,
-            category: item.category as (typeof Categories)[number],
-          })),
-      )
-    }
   }
 }
