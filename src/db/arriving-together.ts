@@ -1,8 +1,8 @@
 /**
  * What a worker thread's port delivers together, handled together: every message already in the port is
  * delivered before setImmediate runs, so the items pushed until then go to `handle` as one batch. The SQLite
- * threads use it to answer (reader) or commit (writer) what arrived together: a message each, or a commit each,
- * cost far more than the work (sqlite-read-thread-worker.ts, writes/sqlite-thread-worker.ts).
+ * writer thread uses it to commit what arrived together: a commit each cost far more than the work
+ * (writes/sqlite-thread-worker.ts).
  */
 export class ArrivingTogether<Item> {
   readonly #waiting: Item[] = []
