@@ -35,7 +35,7 @@ const { values: args } = parseArgs({
   },
 })
 const ALL_SCENARIOS = [
-  'page1', 'page1-rate', 'page1-tenth', 'page1-50', 'last', 'create1', 'create100', 'create1-rate', 'create100-rate', 'mix',
+  'page1', 'page1-rate', 'page1-tenth', 'page1-50', 'last', 'random', 'create1', 'create100', 'create1-rate', 'create100-rate', 'mix',
   // Transport (issue 16): compressed pages, a 304 to a poller, the largest page there is.
   'page1-br', 'page1-gzip', 'page1-50-br', 'page1-50-gzip', 'page1-304', 'big', 'big-br', 'big-gzip',
 ]
@@ -191,6 +191,9 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
     await run('page1-tenth', `page 1, limit 10, at 10% of the ceiling (${tenthOfCeiling}/s)`, () => atRate([page1], tenthOfCeiling))
     await run('page1-50', 'page 1, limit 50', () => measure(service.baseUrl, [get('/api/v1/listing?page=1&limit=50')]))
     await run('last', `last page (${lastPage}), limit 10`, () => measure(service.baseUrl, [get(`/api/v1/listing?page=${lastPage}&limit=10`)]))
+    // Pages 1–100 drawn at random per request: what many providers' clients paging about look like to the page query.
+    const randomPages = Array.from({ length: 100 }, (_, i) => get(`/api/v1/listing?page=${i + 1}&limit=10`))
+    await run('random', 'a random page of 1–100, limit 10', () => measure(service.baseUrl, randomPages))
     const encoded = (kind: RequestKind, encoding: string) => ({ ...kind, headers: { ...kind.headers, 'accept-encoding': encoding } })
     const page50 = get('/api/v1/listing?page=1&limit=50')
     for (const encoding of ['br', 'gzip']) {

@@ -63,13 +63,9 @@ await describeEachDialect('recordCount and pages under concurrent creates', (ser
 await describeEachDialect(
   'read-your-writes under concurrent identical reads',
   (service) => {
-    // Both databases answer hot pages without a fresh query each time: SQLite from a cache checked against
-    // data_version (src/db/sqlite-read-cache.ts), PostgreSQL by sharing a query among identical reads in flight
-    // (src/trailing-batches.ts). Either done wrong answers a read from before a create its client has seen
-    // acknowledged. Here: every read counts at least the creates answered before it was sent. With the cache's
-    // version check broken on purpose this test failed; a plain single-flight put into PostgreSQL's sharing on
-    // purpose was not caught (3 runs: that window is a fraction of a millisecond), which
-    // test/trailing-batches.test.ts pins deterministically instead.
+    // A page read sent after a create was acknowledged counts that create, on both databases: every read counts
+    // at least the creates answered before it was sent. (Pages were once answered from a cache and from shared
+    // queries; this is what either, done wrong, broke.)
     test('30 creates one after another while 8 clients read the same page back to back: no read misses an acknowledged create', async () => {
       const provider = await service.newProvider()
       let acknowledged = 0

@@ -232,7 +232,7 @@ await describeEachDialect('create: stored exactly as sent', (service, dialect) =
   })
 
   test('a page is JSON of the ListingsPage schema, whatever characters the names hold', async () => {
-    // Pages are written as text (page-json.ts): every character JSON must escape, and some it may not.
+    // Every character JSON must escape, and some it may not.
     const provider = await service.newProvider()
     const names = [
       { ar: 'quote " and backslash \\', en: 'tab\tnew line\ncarriage\rreturn' },

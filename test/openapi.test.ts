@@ -276,9 +276,8 @@ let endpointOfRenamed = ''
 /** A table every create writes (its event): without it a create fails with an unexpected error. */
 const dropItems = (service: TestService) => sql`drop table events`.execute(service.database.kysely).then(() => {})
 
-/** A column every non-empty page reads (the items): renamed, a page fails unexpectedly. */
-const renamePageColumn = (service: TestService) =>
-  sql`alter table listings rename column items_record to items_record_gone`.execute(service.database.kysely).then(() => {})
+/** A column every non-empty page reads (its listings' items): renamed, a page fails unexpectedly. */
+const renamePageColumn = renameColumn('listings', 'items_record')
 
 /**
  * How to make each route answer with each problem type it can answer with. Keyed by every problem type, so a new

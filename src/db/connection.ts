@@ -16,7 +16,6 @@ import { isDatabaseUnavailable } from './dialect.js'
 import { queryOperation, type QueryOperation } from './query-operation.js'
 import { openSqliteConnection } from './sqlite-connection.js'
 import { sqliteWriterDialect } from './sqlite-writer.js'
-import { SqliteReadThread } from './sqlite-read-thread.js'
 import type { Tables } from './tables.js'
 
 export type DialectName = 'sqlite' | 'postgres'
@@ -45,8 +44,6 @@ export interface Database {
   readonly sqlite?: {
     path: string
     connection: SQLite.Database
-    /** A file's reads that may run beside the event loop (sqlite-read-thread.ts); none for ':memory:'. */
-    reads?: SqliteReadThread
   }
   /** The query observer given to openDatabase, for queries run outside Kysely (the SQLite writer's). */
   readonly observeQuery?: (operation: QueryOperation, seconds: number) => void
@@ -209,8 +206,6 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     case 'sqlite': {
       const sqlite = openSqliteConnection(target.path)
       const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log })
-      // An in-memory database exists on this connection only: no other thread can open it.
-      const reads = target.path === ':memory:' ? undefined : new SqliteReadThread(target.path, observeQuery && ((seconds) => observeQuery('select', seconds)))
       // No query timeout to lift: better-sqlite3 runs each statement synchronously to its end.
       // An in-memory database exists on this connection only: it is written here too.
       const writer = target.path === ':memory:' ? kysely : new Kysely<Tables>({ dialect: sqliteWriterDialect(target.path), log })
@@ -219,10 +214,9 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
         unbounded: kysely,
         writer,
         dialect: 'sqlite',
-        sqlite: { path: target.path, connection: sqlite, reads },
+        sqlite: { path: target.path, connection: sqlite },
         observeQuery,
         close: async () => {
-          await reads?.close()
           if (writer !== kysely) await writer.destroy()
           await kysely.destroy()
         },

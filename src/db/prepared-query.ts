@@ -34,7 +34,7 @@ export class PreparedQuery<Params extends Record<string, unknown>, Row> {
     return result.rows
   }
 
-  /** The SQL text and its parameters in order, for a connection Kysely does not run (db/sqlite-read-thread.ts). */
+  /** The SQL text and its parameters in order. */
   bind(params: Params): { sql: string; query: CompiledQuery['query']; parameters: unknown[] } {
     const { sql, query, names } = (this.#compiled ??= this.#compile())
     return { sql, query, parameters: names.map((name) => params[name]) }

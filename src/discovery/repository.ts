@@ -51,10 +51,8 @@ export class DiscoveryRepository {
   }
 
   /**
-   * On a SQLite file, the candidate query runs on the reader thread: it is most of a discovery request's cost,
-   * and on the event loop it saturated it (db/sqlite-read-thread.ts). On PostgreSQL, each request's query is a
-   * statement of its own: requests never share one, so no request's failure can fail another's. The listings read
-   * whole stay on the main connection: with the page's text cache (listing-json.ts) they are few.
+   * On PostgreSQL, each request's query is a statement of its own: requests never share one, so no request's
+   * failure can fail another's.
    */
   readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> =>
     this.#query(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
@@ -67,18 +65,13 @@ export class DiscoveryRepository {
   }
 }
 
-/** SQLite: one statement per query, on the reader thread when the database is a file. */
-function sqliteQuery({ kysely, sqlite }: Database): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
+/** SQLite: one statement per query, on the service's connection. */
+function sqliteQuery({ kysely }: Database): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
   const statements: Record<Shape, PreparedQuery<CandidateParams, CandidateRow>> = {
     open: new PreparedQuery(kysely, (_db, param) => sqliteCandidatesSql(false, param)),
     bounded: new PreparedQuery(kysely, (_db, param) => sqliteCandidatesSql(true, param)),
   }
-  const reads = sqlite?.reads
-  return (shape, params) => {
-    if (!reads) return statements[shape].execute(params)
-    const { sql: text, parameters } = statements[shape].bind(params)
-    return reads.all<CandidateRow>(text, parameters)
-  }
+  return (shape, params) => statements[shape].execute(params)
 }
 
 /** PostgreSQL: one statement per query, its rows packed in one (spatial-index.ts). */

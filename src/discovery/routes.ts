@@ -2,8 +2,8 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { Clock } from '../clock.js'
 import { invalidRequest } from '../errors.js'
 import { jsonResponse } from '../http/openapi.js'
+import { listingView } from '../listings/listing-view.js'
 import type { CursorCodec, CursorKey } from './cursor.js'
-import { DiscoveredJsonCache, discoveredListingJson } from './listing-json.js'
 import type { DiscoveryRepository } from './repository.js'
 import { DiscoverPage, DiscoverQuery, exampleDiscoverPage, type DiscoverParams } from './schemas.js'
 import { search } from './search.js'
@@ -14,12 +14,8 @@ export interface DiscoveryRoutesOptions {
   clock: Clock
 }
 
-const PAGE_START = Buffer.from('{"data":[')
-const ENTRY_END = Buffer.from('}')
-
 /** docs/api.md#discovery: every provider's active listings around a point, for marketplaces. */
 export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async (app, { discovery, cursors, clock }) => {
-  const listingTexts = new DiscoveredJsonCache()
   app.get(
     '/discover',
     {
@@ -43,7 +39,7 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
         'x-problems': ['invalid-request', 'internal', 'unavailable'],
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const params = request.query as DiscoverParams
       let after: CursorKey | undefined
       if (params.cursor !== undefined) {
@@ -66,36 +62,22 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
         discovery.candidates,
       )
       const page = hits.slice(0, params.limit)
-      // Each listing's text by the version the candidate query read; only the others are read whole.
-      const texts = new Map<string, Buffer>()
+      const found = new Map((await discovery.states(page.map((hit) => hit.id))).map((listing) => [listing.state.id, listing]))
+      const data: DiscoverPage['data'] = []
       for (const hit of page) {
-        const json = listingTexts.get(hit.id, hit.version)
-        if (json !== undefined) texts.set(hit.id, json)
-      }
-      const missing = page.filter((hit) => !texts.has(hit.id)).map((hit) => hit.id)
-      for (const found of await discovery.states(missing)) {
-        const { state } = found
+        const listing = found.get(hit.id)
+        if (!listing) continue
+        const { state, industry } = listing
         // Changed since the candidate query (withdrawn, sold out, discounted less): no longer discoverable, left out.
-        if (found.soldOut || state.withdrawn_at_ms !== null || state.discount_rate < params.minDiscountRate) continue
-        const json = discoveredListingJson(state, found.industry, nowMs)
-        listingTexts.set(state.id, state.version, json)
-        texts.set(state.id, json)
+        if (listing.soldOut || state.withdrawn_at_ms !== null || state.discount_rate < params.minDiscountRate) continue
+        data.push({ distanceMeters: Math.round(hit.distance), listing: { ...listingView(state, industry, nowMs), providerId: state.provider_id } })
       }
       const last = page.at(-1)
       const nextCursor =
         hits.length > params.limit && last
           ? cursors.encode(params, { key: params.sort === 'distance' ? last.distance : last.expiresAtUnix, id: last.id })
           : null
-      // The listings' bytes with the page's own around them, in the DiscoverPage schema's order; Fastify sends
-      // a Buffer as it is.
-      const parts: Buffer[] = [PAGE_START]
-      for (const hit of page) {
-        const json = texts.get(hit.id)
-        if (json === undefined) continue
-        parts.push(Buffer.from(`${parts.length === 1 ? '' : ','}{"distanceMeters":${Math.round(hit.distance)},"listing":`, 'latin1'), json, ENTRY_END)
-      }
-      parts.push(Buffer.from(`],"nextCursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`))
-      return reply.type('application/json; charset=utf-8').send(Buffer.concat(parts))
+      return { data, nextCursor } satisfies DiscoverPage
     },
   )
 }

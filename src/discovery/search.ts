@@ -29,8 +29,6 @@ export interface SearchQuery {
 
 export interface Hit {
   id: string
-  /** The version the candidate query read, with the conditions that made the listing discoverable. */
-  version: number
   /** Exact (unrounded) great-circle distance in metres. */
   distance: number
   expiresAtUnix: number
@@ -80,7 +78,7 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
     for (const row of rows) {
       const distance = greatCircleMeters(query.latitude, query.longitude, row.latitude, row.longitude)
       if (distance > within) continue
-      const hit = { id: row.id, version: Number(row.version), distance, expiresAtUnix: Number(row.expires_at_unix) }
+      const hit = { id: row.id, distance, expiresAtUnix: Number(row.expires_at_unix) }
       if (isAfter(key(hit), hit.id, query.after)) hits.push(hit)
     }
     return hits

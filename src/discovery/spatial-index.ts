@@ -35,13 +35,9 @@ export interface ActiveFilter {
   limit?: number
 }
 
-/**
- * Row of a candidate query: enough to compute the exact distance and the order, and the version, which names
- * the listing's text in the page's cache (listing-json.ts).
- */
+/** Row of a candidate query: enough to compute the exact distance and the order. */
 export interface CandidateRow {
   id: string
-  version: number
   latitude: number
   longitude: number
   expires_at_unix: number
@@ -69,7 +65,7 @@ const NO_LIMIT = 2 ** 31 - 1
 /** A candidate query's value by name: SQLite's bound parameter, or (PostgreSQL) a field of the batch's query. */
 type Value = (name: keyof CandidateParams & string) => unknown
 
-const CANDIDATE_COLUMNS = sql.raw('l.id, l.version, l.latitude, l.longitude, l.expires_at_unix')
+const CANDIDATE_COLUMNS = sql.raw('l.id, l.latitude, l.longitude, l.expires_at_unix')
 
 /** The conditions on one key row `r` (a range of cells, or a region) and on the listing, in either dialect. */
 function conditions(bounded: boolean, value: Value, key: { first: string; last: string; number: string }) {
@@ -135,7 +131,7 @@ export function postgresCandidatesSql(bounded: boolean, param: (name: 'batch') =
   })
   return sql<PackedCandidates>`
     select (
-      select string_agg(concat_ws(' ', c.id, c.version, c.latitude, c.longitude, c.expires_at_unix), ' ') from (
+      select string_agg(concat_ws(' ', c.id, c.latitude, c.longitude, c.expires_at_unix), ' ') from (
         select c.* from jsonb_array_elements(q.keys) as r(value)
           cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
         limit ${field('limit')}) as c
@@ -150,8 +146,8 @@ export function candidateBatch(queries: readonly CandidateParams[]): string {
 }
 
 /**
- * PostgreSQL's candidates of one query come as one row of text: each candidate's id, version, latitude, longitude
- * and expiry, separated by spaces (ids are this service's, made of letters and digits; a double's text is
+ * PostgreSQL's candidates of one query come as one row of text: each candidate's id, latitude, longitude and
+ * expiry, separated by spaces (ids are this service's, made of letters and digits; a double's text is
  * PostgreSQL's shortest exact one, as pg reads any double). Repeated alone, the query cost the event loop ~105 µs
  * of CPU with its ~40 rows and ~45 µs with them packed in one: 3,387 → 4,378 requests a second in the service at
  * 100k (after VACUUM), before batching.
@@ -165,13 +161,12 @@ export function unpackCandidates(packed: string | null): CandidateRow[] {
   if (packed === null) return []
   const fields = packed.split(' ')
   const candidates: CandidateRow[] = []
-  for (let k = 0; k + 4 < fields.length; k += 5) {
+  for (let k = 0; k + 3 < fields.length; k += 4) {
     candidates.push({
       id: fields[k] as string,
-      version: Number(fields[k + 1]),
-      latitude: Number(fields[k + 2]),
-      longitude: Number(fields[k + 3]),
-      expires_at_unix: Number(fields[k + 4]),
+      latitude: Number(fields[k + 1]),
+      longitude: Number(fields[k + 2]),
+      expires_at_unix: Number(fields[k + 3]),
     })
   }
   return candidates

@@ -1,4 +1,3 @@
-import { promisify } from 'node:util'
 import zlib from 'node:zlib'
 import compress from '@fastify/compress'
 import { negotiate } from '@fastify/accept-negotiator'
@@ -7,8 +6,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 /**
  * docs/api.md#compression: responses of 1 KiB or more are compressed with br or gzip when Accept-Encoding allows, never
  * when it does not, with Vary: Accept-Encoding. @fastify/compress does it for every route registered after it,
- * bodies and streams alike (the /docs assets); pages served from a cache send bytes compressed once instead
- * (listings/page-body.ts), with the same negotiation and settings as here.
+ * bodies and streams alike (the /docs assets). The console's assets are compressed once when built, and sent as
+ * negotiatedEncoding chooses, with the same negotiation as here.
  */
 
 export const COMPRESSION_THRESHOLD_BYTES = 1024
@@ -65,12 +64,4 @@ export function negotiatedEncoding(request: FastifyRequest): Encoding | undefine
   if (header === undefined) return undefined
   // As the plugin reads it: case-insensitive; x-gzip, and `*` (no preference), are gzip.
   return negotiate(header.toLowerCase().replace(/\*|x-gzip/g, 'gzip'), [...ENCODINGS]) ?? undefined
-}
-
-const brotli = promisify(zlib.brotliCompress)
-const gzip = promisify(zlib.gzip)
-
-/** `bytes` compressed as the plugin would, off the event loop (zlib's thread pool). */
-export function encode(bytes: Buffer, encoding: Encoding): Promise<Buffer> {
-  return encoding === 'br' ? brotli(bytes, BROTLI_OPTIONS) : gzip(bytes)
 }

@@ -94,8 +94,11 @@ export function effective(state: ListingState, nowMs: number): { status: Listing
     { withdrawn: state.withdrawn_at_ms !== null, expiresAtUnix: state.expires_at_unix, soldOut: isSoldOut(state.items) },
     nowMs,
   )
-  if (status === 'expired' && state.expiry_recorded === 0) {
+  if (expiryUnrecorded(status, state.expiry_recorded === 1)) {
     return { status, version: state.version + 1, updatedAtMs: state.expires_at_unix * 1000 }
   }
   return { status, version: state.version, updatedAtMs: state.updated_at_ms }
 }
+
+/** Whether a listing has expired and the sweeper has not yet recorded it: its version then counts one more. */
+export const expiryUnrecorded = (status: ListingStatus, expiryRecorded: boolean) => status === 'expired' && !expiryRecorded

@@ -1,12 +1,11 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { Clock } from '../clock.js'
-import { COMPRESSION_THRESHOLD_BYTES, negotiatedEncoding } from '../http/compression.js'
 import { clientGone } from '../http/client-gone.js'
 import { notModified } from '../http/conditional.js'
 import { jsonResponse, notModifiedResponse } from '../http/openapi.js'
 import { providerOf } from '../providers/authenticate.js'
 import { createListing, type CreateListingDeps } from './create-listing.js'
-import { PageBodies } from './page-body.js'
+import { pageEntityTag, pageView } from './page-view.js'
 import type { ListingRepository } from './repository.js'
 import {
   CreateListingBody,
@@ -36,8 +35,6 @@ export interface ListingRoutesOptions {
 }
 
 export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (app, { listings, create, clock }) => {
-  const bodies = new PageBodies()
-
   app.post(
     '/listing/create',
     {
@@ -103,17 +100,12 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
     async (request, reply) => {
       const provider = providerOf(request)
       const page = await listings.page(provider.id, request.query as ListListingsParams)
-      // Written as text once per shared page and time window (page-body.ts); Fastify sends it as it is.
-      const body = bodies.body(page, provider.industry, clock())
-      reply.header('etag', body.etag).header('cache-control', 'private, no-cache')
-      const compressible = body.json.length >= COMPRESSION_THRESHOLD_BYTES
-      if (compressible) reply.header('vary', 'accept-encoding')
-      if (notModified(request.headers['if-none-match'], body.etag)) return reply.code(304).send()
-      reply.type('application/json; charset=utf-8')
-      const encoding = compressible ? negotiatedEncoding(request) : undefined
-      // Compressed once for every request sharing the page; the compression plugin leaves an encoded body alone.
-      if (encoding) return reply.header('content-encoding', encoding).send(await body.encoded(encoding))
-      return reply.send(body.json)
+      const nowMs = clock()
+      // The tag comes from what the query read (page-view.ts): an unchanged page answers 304 without a body made.
+      const etag = pageEntityTag(page, provider.industry, nowMs)
+      reply.header('etag', etag).header('cache-control', 'private, no-cache').header('vary', 'accept-encoding')
+      if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send()
+      return pageView(page, provider.industry, nowMs)
     },
   )
 }

@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto'
+import { fromThousandths, type ItemColumns } from './columns.js'
+import { expiryUnrecorded, statusOf, type ListingStatus } from './listing-state.js'
+import type { ListingsPage } from './schemas.js'
+
+/** A listing as the page query reads it: its row's columns, items still as stored (listings.items_record). */
+export interface PageListing {
+  id: string
+  referenceId: string
+  expiresAtUnix: number
+  withdrawn: boolean
+  soldOut: boolean
+  version: number
+  expiryRecorded: boolean
+  brandNameAr: string
+  brandNameEn: string
+  /** JSON of ItemColumns[]: parsed only when the page is answered with a body. */
+  itemsRecord: string
+}
+
+/** One page as read (repository.ts): the provider's count and the page's listings, newest first. */
+export interface ListingsPageData {
+  recordCount: number
+  listings: PageListing[]
+}
+
+/** A page's listing's status and version at `nowMs` (listing-state.ts's effective(), from the page's columns). */
+function now(listing: PageListing, nowMs: number): { status: ListingStatus; version: number } {
+  const status = statusOf(listing, nowMs)
+  return { status, version: expiryUnrecorded(status, listing.expiryRecorded) ? listing.version + 1 : listing.version }
+}
+
+/**
+ * The page's entity tag, from what the page query read, without writing the body: a body is its count, the
+ * provider's industry and each listing's id, status and items (the rest of a listing never changes), and every
+ * change of items or status is a new version. So the count, the industry and each listing's id, version and status
+ * at `nowMs` name the body. Weak: the same tag serves every Content-Encoding, which RFC 9110 allows of a weak
+ * validator only; If-None-Match compares weakly, so a 304 works for every encoding.
+ */
+export function pageEntityTag(page: ListingsPageData, industry: string, nowMs: number): string {
+  let named = `${page.recordCount} ${JSON.stringify(industry)}`
+  for (const listing of page.listings) {
+    const { status, version } = now(listing, nowMs)
+    named += ` ${listing.id}.${version}.${status}`
+  }
+  return `W/"${createHash('sha256').update(named).digest('base64url').slice(0, 27)}"`
+}
+
+/** The body of GET /api/v1/listing, in the ListingsPage schema's shape; the route's serializer writes it. */
+export function pageView(page: ListingsPageData, industry: string, nowMs: number): ListingsPage {
+  return {
+    content: page.listings.map((listing) => ({
+      id: listing.id,
+      status: now(listing, nowMs).status,
+      referenceId: listing.referenceId,
+      expiresAtUnix: listing.expiresAtUnix,
+      items: (JSON.parse(listing.itemsRecord) as ItemColumns[]).map((item) => ({
+        nameAr: item.name_ar,
+        nameEn: item.name_en,
+        price: fromThousandths(item.price_thousandths),
+        quantity: item.quantity,
+        category: item.category,
+      })),
+      brand: { nameAr: listing.brandNameAr, nameEn: listing.brandNameEn, industry },
+    })),
+    recordCount: page.recordCount,
+  }
+}
