@@ -1,7 +1,9 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { TSchema } from 'typebox'
 import type { Clock } from '../clock.js'
 import { invalidRequest } from '../errors.js'
 import { jsonResponse } from '../http/openapi.js'
+import { defaultsFilled } from '../http/validation.js'
 import type { CursorCodec, CursorKey } from './cursor.js'
 import { DiscoveredJsonCache, discoveredListingJson } from './listing-json.js'
 import type { DiscoveryRepository } from './repository.js'
@@ -18,7 +20,7 @@ const PAGE_START = Buffer.from('{"data":[')
 const ENTRY_END = Buffer.from('}')
 
 /** docs/api.md#discovery: every provider's active listings around a point, for marketplaces. */
-export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async (app, { discovery, cursors, clock }) => {
+export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> = async (app, { discovery, cursors, clock }) => {
   const listingTexts = new DiscoveredJsonCache()
   app.get(
     '/discover',
@@ -33,9 +35,10 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
           'great-circle distance, discounted at least `minDiscountRate`, nearest first or ending soonest. Follow ' +
           '`nextCursor` for more: each listing comes at most once while nothing changes. A provider’s token is ' +
           '`403`; this route is for marketplace tokens (`listing-service marketplace create`).',
-        querystring: DiscoverQuery,
+        querystring: defaultsFilled<DiscoverParams>(DiscoverQuery),
         response: {
-          200: jsonResponse('A page of listings.', DiscoverPage, {
+          // Widened to an untyped reply while the handler sends the page as bytes it wrote itself.
+          200: jsonResponse('A page of listings.', DiscoverPage as TSchema, {
             page: exampleDiscoverPage,
             nothingNear: { data: [], nextCursor: null },
           }),
@@ -44,7 +47,7 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
       },
     },
     async (request, reply) => {
-      const params = request.query as DiscoverParams
+      const params = request.query
       let after: CursorKey | undefined
       if (params.cursor !== undefined) {
         const decoded = cursors.decode(params, params.cursor)

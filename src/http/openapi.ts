@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, RouteOptions } from 'fastify'
+import { Type } from 'typebox'
 import { addProblemResponses, type OpenApiDocument } from './problem-responses.js'
 
 /**
@@ -40,9 +41,9 @@ its \`Retry-After\` is \`IMAGE_FETCH_TIMEOUT_MS\` in seconds, by when every crea
 generated one.`
 
 /** A JSON success response with its own description, named examples and headers (for the document only). */
-export function jsonResponse(
+export function jsonResponse<Schema extends object>(
   description: string,
-  schema: object,
+  schema: Schema,
   examples: Record<string, unknown> = {},
   headers?: Record<string, object>,
 ) {
@@ -60,6 +61,11 @@ export function notModifiedResponse(etag: string) {
     description: 'Not modified: `If-None-Match` names the current representation. No body; the ETag is repeated.',
     headers: { ETag: { type: 'string', description: 'The current ETag.', examples: [etag] } },
   }
+}
+
+/** 204: no body, typed as no payload (so `reply.code(204).send()` type-checks); `type: 'null'` as above. */
+export function noContentResponse(description: string) {
+  return Type.Unsafe<undefined>({ type: 'null', description })
 }
 
 /** The ETag response header of a listing (docs/api.md#versions-and-entity-tags), as @fastify/swagger takes a header: a JSON schema. */
