@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { isDatabaseCorrupt, isDatabaseUnavailable } from './db/dialect.js'
+import { named, ref } from './http/components.js'
 import { closeAfterLinger } from './http/linger.js'
 
 /**
@@ -147,6 +148,7 @@ export const ProblemDetailSchema = Type.Object(
   },
   { description: 'One problem found: `pointer`, `parameter` or `header` says where, `detail` says what.' },
 )
+named('ProblemDetail', ProblemDetailSchema)
 export type ProblemDetail = Static<typeof ProblemDetailSchema>
 
 const problemTypeList = Object.entries(problemTypes)
@@ -165,13 +167,14 @@ export const ProblemSchema = Type.Object(
     status: Type.Integer({ description: 'The HTTP status code of this response.' }),
     detail: Type.String({ description: 'What went wrong this time, in English.' }),
     errors: Type.Optional(
-      Type.Array(ProblemDetailSchema, {
+      Type.Array(ref(ProblemDetailSchema), {
         description: 'Every problem found, not only the first (validation, conflicts, image checks).',
       }),
     ),
   },
   { description: 'RFC 9457 problem details, sent as application/problem+json.' },
 )
+named('Problem', ProblemSchema)
 export type ProblemBody = Static<typeof ProblemSchema>
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'

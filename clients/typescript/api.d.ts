@@ -317,6 +317,29 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description One problem found: `pointer`, `parameter` or `header` says where, `detail` says what. */
+        ProblemDetail: {
+            /**
+             * @description RFC 6901 JSON Pointer into the request body ("" is the body itself); set for body problems.
+             * @example /items/3/price
+             */
+            pointer?: string;
+            /**
+             * @description Name of the offending query or path parameter; set for problems with the URL.
+             * @example limit
+             */
+            parameter?: string;
+            /**
+             * @description Name of the offending request header; set for header problems.
+             * @example If-Match
+             */
+            header?: string;
+            /**
+             * @description What is wrong with it, in English.
+             * @example must be >= 1
+             */
+            detail: string;
+        };
         /** @description RFC 9457 problem details, sent as application/problem+json. */
         Problem: {
             /** @constant */
@@ -333,28 +356,274 @@ export interface components {
             /** @description What went wrong this time, in English. */
             detail: string;
             /** @description Every problem found, not only the first (validation, conflicts, image checks). */
-            errors?: {
+            errors?: components["schemas"]["ProblemDetail"][];
+        };
+        CreateListingResponse: {
+            /** @constant */
+            success: true;
+            /** @description The listing’s id: 26 characters, sorting by creation time. */
+            listingId: string;
+            /** @description Unix time in seconds: creation second + the TTL of the type. */
+            expiresAtUnix: number;
+        };
+        ListingsPage: {
+            /** @description Newest first: creation time, then id, descending. */
+            content: {
+                /** @description The listingId the create answer gave. */
+                id: string;
                 /**
-                 * @description RFC 6901 JSON Pointer into the request body ("" is the body itself); set for body problems.
-                 * @example /items/3/price
+                 * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
+                 * @enum {unknown}
                  */
-                pointer?: string;
-                /**
-                 * @description Name of the offending query or path parameter; set for problems with the URL.
-                 * @example limit
-                 */
-                parameter?: string;
-                /**
-                 * @description Name of the offending request header; set for header problems.
-                 * @example If-Match
-                 */
-                header?: string;
-                /**
-                 * @description What is wrong with it, in English.
-                 * @example must be >= 1
-                 */
-                detail: string;
+                status: "active" | "sold_out" | "expired" | "withdrawn";
+                referenceId: string;
+                /** @description Unix time in seconds at which the listing expires. */
+                expiresAtUnix: number;
+                /** @description In the order sent. */
+                items: {
+                    nameAr: string;
+                    nameEn: string;
+                    /** @description Exactly as sent, or as last changed. */
+                    price: number;
+                    /** @description As sent, or as last changed; 0 when none is left. */
+                    quantity: number;
+                    /** @enum {unknown} */
+                    category: "service" | "product" | "tax";
+                }[];
+                brand: {
+                    nameAr: string;
+                    nameEn: string;
+                    /** @description Your provider’s industry, set when the provider was created. */
+                    industry: string;
+                };
             }[];
+            /** @description All of your listings, every status. */
+            recordCount: number;
+        };
+        ListingItemView: {
+            /** @description The item’s index in the created order; PATCH names items by it. */
+            position: number;
+            nameAr: string;
+            nameEn: string;
+            /** @description Unit price, exactly as sent or last changed. */
+            price: number;
+            /** @description Units left; 0 when none is. */
+            quantity: number;
+            /** @enum {unknown} */
+            category: "service" | "product" | "tax";
+            /** @enum {unknown} */
+            subCategory: "delivery" | "main_dish" | "side_dish" | "drink" | "vat";
+            urlSafeName: string;
+            /** @description Present only when the item was created with one. */
+            imageUrl?: string;
+        };
+        ListingLocationView: {
+            latitude: number;
+            longitude: number;
+        };
+        ListingBrandView: {
+            nameAr: string;
+            nameEn: string;
+            /** @description The provider’s industry, set when the provider was created. */
+            industry: string;
+            urlSafeName: string;
+            imageUrl: string;
+        };
+        ListingDetailsView: {
+            discountRate: number;
+            /** @enum {unknown} */
+            type: "timed" | "priority_timed";
+            isAssignedToDriver: boolean;
+        };
+        /** @description A listing with every value as created or last changed. */
+        ListingView: {
+            /** @description The listingId the create answer gave. */
+            id: string;
+            /**
+             * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
+             * @enum {unknown}
+             */
+            status: "active" | "sold_out" | "expired" | "withdrawn";
+            referenceId: string;
+            /** @description Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is this number in quotes. */
+            version: number;
+            /**
+             * @description UTC, to the millisecond (RFC 3339).
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            createdAt: string;
+            /**
+             * @description When the last change happened (for an expired listing: the moment it expired).
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            updatedAt: string;
+            /** @description Unix time in seconds at which the listing expires. */
+            expiresAtUnix: number;
+            location: components["schemas"]["ListingLocationView"];
+            brand: components["schemas"]["ListingBrandView"];
+            listingDetails: components["schemas"]["ListingDetailsView"];
+            /** @description In the order sent; `position` is the index. */
+            items: components["schemas"]["ListingItemView"][];
+        };
+        /** @description The listing as read (as `GET /api/v1/listing/{listingId}` answers its provider), with its provider’s id. */
+        DiscoveredListing: {
+            /** @description The listingId the create answer gave. */
+            id: string;
+            /**
+             * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
+             * @enum {unknown}
+             */
+            status: "active" | "sold_out" | "expired" | "withdrawn";
+            referenceId: string;
+            /** @description Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is this number in quotes. */
+            version: number;
+            /**
+             * @description UTC, to the millisecond (RFC 3339).
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            createdAt: string;
+            /**
+             * @description When the last change happened (for an expired listing: the moment it expired).
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            updatedAt: string;
+            /** @description Unix time in seconds at which the listing expires. */
+            expiresAtUnix: number;
+            location: components["schemas"]["ListingLocationView"];
+            brand: components["schemas"]["ListingBrandView"];
+            listingDetails: components["schemas"]["ListingDetailsView"];
+            /** @description In the order sent; `position` is the index. */
+            items: components["schemas"]["ListingItemView"][];
+            /**
+             * @description The provider whose listing it is.
+             * @example prv_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9
+             */
+            providerId: string;
+        };
+        DiscoverPage: {
+            /** @description Listings `active` now, in the order `sort` asks. */
+            data: {
+                /**
+                 * @description Great-circle distance from the point, in metres, rounded.
+                 * @example 312
+                 */
+                distanceMeters: number;
+                listing: components["schemas"]["DiscoveredListing"];
+            }[];
+            /** @description Pass it as `cursor` for the next page; null when this page is the last. */
+            nextCursor: string | null;
+        };
+        /**
+         * @description `listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, `listing.expired` (recorded within seconds of expiresAtUnix).
+         * @enum {unknown}
+         */
+        EventType: "listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired";
+        Event: {
+            /**
+             * @description Unique; `webhook-id` of its deliveries; `after` in the feed.
+             * @example evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9
+             */
+            id: string;
+            type: components["schemas"]["EventType"];
+            /**
+             * @description When the change was committed.
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            createdAt: string;
+            /** @description The listing right after the change; `data.version` orders one listing’s events. */
+            data: components["schemas"]["ListingView"];
+        };
+        EventsPage: {
+            /** @description Oldest first, in the order the changes were committed. */
+            data: components["schemas"]["Event"][];
+            /** @description The last event’s id, to pass as `after` for what comes next; null when `data` is empty (poll again later with the same `after`). */
+            nextCursor: string | null;
+        };
+        WebhookEndpoint: {
+            /**
+             * @description Names the endpoint in the routes below.
+             * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+             */
+            id: string;
+            url: string;
+            /** @description The event types it receives. */
+            events: components["schemas"]["EventType"][];
+            /**
+             * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
+             * @enum {unknown}
+             */
+            status: "enabled" | "disabled";
+            /** @description Why it is disabled; null while enabled. */
+            disabledReason: string | null;
+            /**
+             * @description UTC, to the millisecond (RFC 3339).
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            createdAt: string;
+        };
+        CreatedWebhookEndpoint: {
+            /**
+             * @description Names the endpoint in the routes below.
+             * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+             */
+            id: string;
+            url: string;
+            /** @description The event types it receives. */
+            events: components["schemas"]["EventType"][];
+            /**
+             * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
+             * @enum {unknown}
+             */
+            status: "enabled" | "disabled";
+            /** @description Why it is disabled; null while enabled. */
+            disabledReason: string | null;
+            /**
+             * @description UTC, to the millisecond (RFC 3339).
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            createdAt: string;
+            /**
+             * @description The signing secret, shown only here: `whsec_` and the base64 of 32 random bytes, as the Standard Webhooks libraries take it.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3RkMvEgXyT0=
+             */
+            secret: string;
+        };
+        WebhookList: {
+            /** @description Oldest first. */
+            data: components["schemas"]["WebhookEndpoint"][];
+        };
+        RotatedSecret: {
+            /**
+             * @description The signing secret, shown only here: `whsec_` and the base64 of 32 random bytes, as the Standard Webhooks libraries take it.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3RkMvEgXyT0=
+             */
+            secret: string;
+        };
+        DeliveryAttempt: {
+            eventId: string;
+            type: components["schemas"]["EventType"];
+            /** @description The attempt’s number for this event, from 1. */
+            attempt: number;
+            /**
+             * @description `succeeded` or `failed` for an attempt made; `pending` for the next attempt of a delivery still owed (`at` is when it is due).
+             * @enum {unknown}
+             */
+            outcome: "succeeded" | "failed" | "pending";
+            /** @description The receiver’s status; null without an answer. */
+            responseStatus: number | null;
+            /** @description Null for `pending`. */
+            durationMs: number | null;
+            /**
+             * @description When the attempt started (for `pending`: when it is due).
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            at: string;
+            /** @description Why it failed; null otherwise. */
+            error: string | null;
+        };
+        DeliveriesPage: {
+            /** @description Newest first. */
+            data: components["schemas"]["DeliveryAttempt"][];
         };
     };
     responses: never;
@@ -627,14 +896,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @constant */
-                        success: true;
-                        /** @description The listing’s id: 26 characters, sorting by creation time. */
-                        listingId: string;
-                        /** @description Unix time in seconds: creation second + the TTL of the type. */
-                        expiresAtUnix: number;
-                    };
+                    "application/json": components["schemas"]["CreateListingResponse"];
                 };
             };
             /** @description The listing is stored. */
@@ -646,14 +908,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @constant */
-                        success: true;
-                        /** @description The listing’s id: 26 characters, sorting by creation time. */
-                        listingId: string;
-                        /** @description Unix time in seconds: creation second + the TTL of the type. */
-                        expiresAtUnix: number;
-                    };
+                    "application/json": components["schemas"]["CreateListingResponse"];
                 };
             };
             /**
@@ -820,40 +1075,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Newest first: creation time, then id, descending. */
-                        content: {
-                            /** @description The listingId the create answer gave. */
-                            id: string;
-                            /**
-                             * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
-                             * @enum {unknown}
-                             */
-                            status: "active" | "sold_out" | "expired" | "withdrawn";
-                            referenceId: string;
-                            /** @description Unix time in seconds at which the listing expires. */
-                            expiresAtUnix: number;
-                            /** @description In the order sent. */
-                            items: {
-                                nameAr: string;
-                                nameEn: string;
-                                /** @description Exactly as sent, or as last changed. */
-                                price: number;
-                                /** @description As sent, or as last changed; 0 when none is left. */
-                                quantity: number;
-                                /** @enum {unknown} */
-                                category: "service" | "product" | "tax";
-                            }[];
-                            brand: {
-                                nameAr: string;
-                                nameEn: string;
-                                /** @description Your provider’s industry, set when the provider was created. */
-                                industry: string;
-                            };
-                        }[];
-                        /** @description All of your listings, every status. */
-                        recordCount: number;
-                    };
+                    "application/json": components["schemas"]["ListingsPage"];
                 };
             };
             /** @description Not modified: `If-None-Match` names the current representation. No body; the ETag is repeated. */
@@ -979,66 +1201,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The listingId the create answer gave. */
-                        id: string;
-                        /**
-                         * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
-                         * @enum {unknown}
-                         */
-                        status: "active" | "sold_out" | "expired" | "withdrawn";
-                        referenceId: string;
-                        /** @description Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is this number in quotes. */
-                        version: number;
-                        /**
-                         * @description UTC, to the millisecond (RFC 3339).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        createdAt: string;
-                        /**
-                         * @description When the last change happened (for an expired listing: the moment it expired).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        updatedAt: string;
-                        /** @description Unix time in seconds at which the listing expires. */
-                        expiresAtUnix: number;
-                        location: {
-                            latitude: number;
-                            longitude: number;
-                        };
-                        brand: {
-                            nameAr: string;
-                            nameEn: string;
-                            /** @description The provider’s industry, set when the provider was created. */
-                            industry: string;
-                            urlSafeName: string;
-                            imageUrl: string;
-                        };
-                        listingDetails: {
-                            discountRate: number;
-                            /** @enum {unknown} */
-                            type: "timed" | "priority_timed";
-                            isAssignedToDriver: boolean;
-                        };
-                        /** @description In the order sent; `position` is the index. */
-                        items: {
-                            /** @description The item’s index in the created order; PATCH names items by it. */
-                            position: number;
-                            nameAr: string;
-                            nameEn: string;
-                            /** @description Unit price, exactly as sent or last changed. */
-                            price: number;
-                            /** @description Units left; 0 when none is. */
-                            quantity: number;
-                            /** @enum {unknown} */
-                            category: "service" | "product" | "tax";
-                            /** @enum {unknown} */
-                            subCategory: "delivery" | "main_dish" | "side_dish" | "drink" | "vat";
-                            urlSafeName: string;
-                            /** @description Present only when the item was created with one. */
-                            imageUrl?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ListingView"];
                 };
             };
             /** @description Not modified: `If-None-Match` names the current representation. No body; the ETag is repeated. */
@@ -1211,66 +1374,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The listingId the create answer gave. */
-                        id: string;
-                        /**
-                         * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
-                         * @enum {unknown}
-                         */
-                        status: "active" | "sold_out" | "expired" | "withdrawn";
-                        referenceId: string;
-                        /** @description Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is this number in quotes. */
-                        version: number;
-                        /**
-                         * @description UTC, to the millisecond (RFC 3339).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        createdAt: string;
-                        /**
-                         * @description When the last change happened (for an expired listing: the moment it expired).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        updatedAt: string;
-                        /** @description Unix time in seconds at which the listing expires. */
-                        expiresAtUnix: number;
-                        location: {
-                            latitude: number;
-                            longitude: number;
-                        };
-                        brand: {
-                            nameAr: string;
-                            nameEn: string;
-                            /** @description The provider’s industry, set when the provider was created. */
-                            industry: string;
-                            urlSafeName: string;
-                            imageUrl: string;
-                        };
-                        listingDetails: {
-                            discountRate: number;
-                            /** @enum {unknown} */
-                            type: "timed" | "priority_timed";
-                            isAssignedToDriver: boolean;
-                        };
-                        /** @description In the order sent; `position` is the index. */
-                        items: {
-                            /** @description The item’s index in the created order; PATCH names items by it. */
-                            position: number;
-                            nameAr: string;
-                            nameEn: string;
-                            /** @description Unit price, exactly as sent or last changed. */
-                            price: number;
-                            /** @description Units left; 0 when none is. */
-                            quantity: number;
-                            /** @enum {unknown} */
-                            category: "service" | "product" | "tax";
-                            /** @enum {unknown} */
-                            subCategory: "delivery" | "main_dish" | "side_dish" | "drink" | "vat";
-                            urlSafeName: string;
-                            /** @description Present only when the item was created with one. */
-                            imageUrl?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ListingView"];
                 };
             };
             /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
@@ -1444,66 +1548,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The listingId the create answer gave. */
-                        id: string;
-                        /**
-                         * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
-                         * @enum {unknown}
-                         */
-                        status: "active" | "sold_out" | "expired" | "withdrawn";
-                        referenceId: string;
-                        /** @description Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is this number in quotes. */
-                        version: number;
-                        /**
-                         * @description UTC, to the millisecond (RFC 3339).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        createdAt: string;
-                        /**
-                         * @description When the last change happened (for an expired listing: the moment it expired).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        updatedAt: string;
-                        /** @description Unix time in seconds at which the listing expires. */
-                        expiresAtUnix: number;
-                        location: {
-                            latitude: number;
-                            longitude: number;
-                        };
-                        brand: {
-                            nameAr: string;
-                            nameEn: string;
-                            /** @description The provider’s industry, set when the provider was created. */
-                            industry: string;
-                            urlSafeName: string;
-                            imageUrl: string;
-                        };
-                        listingDetails: {
-                            discountRate: number;
-                            /** @enum {unknown} */
-                            type: "timed" | "priority_timed";
-                            isAssignedToDriver: boolean;
-                        };
-                        /** @description In the order sent; `position` is the index. */
-                        items: {
-                            /** @description The item’s index in the created order; PATCH names items by it. */
-                            position: number;
-                            nameAr: string;
-                            nameEn: string;
-                            /** @description Unit price, exactly as sent or last changed. */
-                            price: number;
-                            /** @description Units left; 0 when none is. */
-                            quantity: number;
-                            /** @enum {unknown} */
-                            category: "service" | "product" | "tax";
-                            /** @enum {unknown} */
-                            subCategory: "delivery" | "main_dish" | "side_dish" | "drink" | "vat";
-                            urlSafeName: string;
-                            /** @description Present only when the item was created with one. */
-                            imageUrl?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ListingView"];
                 };
             };
             /** @description Not modified: `If-None-Match` names the current representation. No body; the ETag is repeated. */
@@ -1641,66 +1686,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The listingId the create answer gave. */
-                        id: string;
-                        /**
-                         * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
-                         * @enum {unknown}
-                         */
-                        status: "active" | "sold_out" | "expired" | "withdrawn";
-                        referenceId: string;
-                        /** @description Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is this number in quotes. */
-                        version: number;
-                        /**
-                         * @description UTC, to the millisecond (RFC 3339).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        createdAt: string;
-                        /**
-                         * @description When the last change happened (for an expired listing: the moment it expired).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        updatedAt: string;
-                        /** @description Unix time in seconds at which the listing expires. */
-                        expiresAtUnix: number;
-                        location: {
-                            latitude: number;
-                            longitude: number;
-                        };
-                        brand: {
-                            nameAr: string;
-                            nameEn: string;
-                            /** @description The provider’s industry, set when the provider was created. */
-                            industry: string;
-                            urlSafeName: string;
-                            imageUrl: string;
-                        };
-                        listingDetails: {
-                            discountRate: number;
-                            /** @enum {unknown} */
-                            type: "timed" | "priority_timed";
-                            isAssignedToDriver: boolean;
-                        };
-                        /** @description In the order sent; `position` is the index. */
-                        items: {
-                            /** @description The item’s index in the created order; PATCH names items by it. */
-                            position: number;
-                            nameAr: string;
-                            nameEn: string;
-                            /** @description Unit price, exactly as sent or last changed. */
-                            price: number;
-                            /** @description Units left; 0 when none is. */
-                            quantity: number;
-                            /** @enum {unknown} */
-                            category: "service" | "product" | "tax";
-                            /** @enum {unknown} */
-                            subCategory: "delivery" | "main_dish" | "side_dish" | "drink" | "vat";
-                            urlSafeName: string;
-                            /** @description Present only when the item was created with one. */
-                            imageUrl?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["ListingView"];
                 };
             };
             /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
@@ -1847,89 +1833,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Oldest first, in the order the changes were committed. */
-                        data: {
-                            /**
-                             * @description Unique; `webhook-id` of its deliveries; `after` in the feed.
-                             * @example evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9
-                             */
-                            id: string;
-                            /**
-                             * @description `listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, `listing.expired` (recorded within seconds of expiresAtUnix).
-                             * @enum {unknown}
-                             */
-                            type: "listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired";
-                            /**
-                             * @description When the change was committed.
-                             * @example 2026-11-22T10:00:00.123Z
-                             */
-                            createdAt: string;
-                            /** @description The listing right after the change; `data.version` orders one listing’s events. */
-                            data: {
-                                /** @description The listingId the create answer gave. */
-                                id: string;
-                                /**
-                                 * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
-                                 * @enum {unknown}
-                                 */
-                                status: "active" | "sold_out" | "expired" | "withdrawn";
-                                referenceId: string;
-                                /** @description Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is this number in quotes. */
-                                version: number;
-                                /**
-                                 * @description UTC, to the millisecond (RFC 3339).
-                                 * @example 2026-11-22T10:00:00.123Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * @description When the last change happened (for an expired listing: the moment it expired).
-                                 * @example 2026-11-22T10:00:00.123Z
-                                 */
-                                updatedAt: string;
-                                /** @description Unix time in seconds at which the listing expires. */
-                                expiresAtUnix: number;
-                                location: {
-                                    latitude: number;
-                                    longitude: number;
-                                };
-                                brand: {
-                                    nameAr: string;
-                                    nameEn: string;
-                                    /** @description The provider’s industry, set when the provider was created. */
-                                    industry: string;
-                                    urlSafeName: string;
-                                    imageUrl: string;
-                                };
-                                listingDetails: {
-                                    discountRate: number;
-                                    /** @enum {unknown} */
-                                    type: "timed" | "priority_timed";
-                                    isAssignedToDriver: boolean;
-                                };
-                                /** @description In the order sent; `position` is the index. */
-                                items: {
-                                    /** @description The item’s index in the created order; PATCH names items by it. */
-                                    position: number;
-                                    nameAr: string;
-                                    nameEn: string;
-                                    /** @description Unit price, exactly as sent or last changed. */
-                                    price: number;
-                                    /** @description Units left; 0 when none is. */
-                                    quantity: number;
-                                    /** @enum {unknown} */
-                                    category: "service" | "product" | "tax";
-                                    /** @enum {unknown} */
-                                    subCategory: "delivery" | "main_dish" | "side_dish" | "drink" | "vat";
-                                    urlSafeName: string;
-                                    /** @description Present only when the item was created with one. */
-                                    imageUrl?: string;
-                                }[];
-                            };
-                        }[];
-                        /** @description The last event’s id, to pass as `after` for what comes next; null when `data` is empty (poll again later with the same `after`). */
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["EventsPage"];
                 };
             };
             /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
@@ -2029,31 +1933,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Oldest first. */
-                        data: {
-                            /**
-                             * @description Names the endpoint in the routes below.
-                             * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
-                             */
-                            id: string;
-                            url: string;
-                            /** @description The event types it receives. */
-                            events: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
-                            /**
-                             * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
-                             * @enum {unknown}
-                             */
-                            status: "enabled" | "disabled";
-                            /** @description Why it is disabled; null while enabled. */
-                            disabledReason: string | null;
-                            /**
-                             * @description UTC, to the millisecond (RFC 3339).
-                             * @example 2026-11-22T10:00:00.123Z
-                             */
-                            createdAt: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["WebhookList"];
                 };
             };
             /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
@@ -2162,33 +2042,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Names the endpoint in the routes below.
-                         * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
-                         */
-                        id: string;
-                        url: string;
-                        /** @description The event types it receives. */
-                        events: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
-                        /**
-                         * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
-                         * @enum {unknown}
-                         */
-                        status: "enabled" | "disabled";
-                        /** @description Why it is disabled; null while enabled. */
-                        disabledReason: string | null;
-                        /**
-                         * @description UTC, to the millisecond (RFC 3339).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        createdAt: string;
-                        /**
-                         * @description The signing secret, shown only here: `whsec_` and the base64 of 32 random bytes, as the Standard Webhooks libraries take it.
-                         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3RkMvEgXyT0=
-                         */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
                 };
             };
             /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
@@ -2330,28 +2184,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Names the endpoint in the routes below.
-                         * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
-                         */
-                        id: string;
-                        url: string;
-                        /** @description The event types it receives. */
-                        events: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
-                        /**
-                         * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
-                         * @enum {unknown}
-                         */
-                        status: "enabled" | "disabled";
-                        /** @description Why it is disabled; null while enabled. */
-                        disabledReason: string | null;
-                        /**
-                         * @description UTC, to the millisecond (RFC 3339).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        createdAt: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
@@ -2585,13 +2418,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description The signing secret, shown only here: `whsec_` and the base64 of 32 random bytes, as the Standard Webhooks libraries take it.
-                         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3RkMvEgXyT0=
-                         */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["RotatedSecret"];
                 };
             };
             /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
@@ -2709,28 +2536,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Names the endpoint in the routes below.
-                         * @example wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
-                         */
-                        id: string;
-                        url: string;
-                        /** @description The event types it receives. */
-                        events: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
-                        /**
-                         * @description `disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables it again. A disabled endpoint is not sent events committed meanwhile; what it was owed before is attempted once it is enabled.
-                         * @enum {unknown}
-                         */
-                        status: "enabled" | "disabled";
-                        /** @description Why it is disabled; null while enabled. */
-                        disabledReason: string | null;
-                        /**
-                         * @description UTC, to the millisecond (RFC 3339).
-                         * @example 2026-11-22T10:00:00.123Z
-                         */
-                        createdAt: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
@@ -2854,35 +2660,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Newest first. */
-                        data: {
-                            eventId: string;
-                            /**
-                             * @description `listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, `listing.expired` (recorded within seconds of expiresAtUnix).
-                             * @enum {unknown}
-                             */
-                            type: "listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired";
-                            /** @description The attempt’s number for this event, from 1. */
-                            attempt: number;
-                            /**
-                             * @description `succeeded` or `failed` for an attempt made; `pending` for the next attempt of a delivery still owed (`at` is when it is due).
-                             * @enum {unknown}
-                             */
-                            outcome: "succeeded" | "failed" | "pending";
-                            /** @description The receiver’s status; null without an answer. */
-                            responseStatus: number | null;
-                            /** @description Null for `pending`. */
-                            durationMs: number | null;
-                            /**
-                             * @description When the attempt started (for `pending`: when it is due).
-                             * @example 2026-11-22T10:00:00.123Z
-                             */
-                            at: string;
-                            /** @description Why it failed; null otherwise. */
-                            error: string | null;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["DeliveriesPage"];
                 };
             };
             /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
@@ -3030,84 +2808,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Listings `active` now, in the order `sort` asks. */
-                        data: {
-                            /**
-                             * @description Great-circle distance from the point, in metres, rounded.
-                             * @example 312
-                             */
-                            distanceMeters: number;
-                            /** @description The listing as read (as `GET /api/v1/listing/{listingId}` answers its provider), with its provider’s id. */
-                            listing: {
-                                /** @description The listingId the create answer gave. */
-                                id: string;
-                                /**
-                                 * @description `withdrawn` (set by you, final) wins over `expired` (now ≥ expiresAtUnix), which wins over `sold_out` (every item’s quantity is 0), which wins over `active`.
-                                 * @enum {unknown}
-                                 */
-                                status: "active" | "sold_out" | "expired" | "withdrawn";
-                                referenceId: string;
-                                /** @description Starts at 1 and grows by 1 with every change: a PATCH that changes something, the withdrawal, and the expiry (counted from the moment of expiry, whether or not its event has been sent yet). The ETag is this number in quotes. */
-                                version: number;
-                                /**
-                                 * @description UTC, to the millisecond (RFC 3339).
-                                 * @example 2026-11-22T10:00:00.123Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * @description When the last change happened (for an expired listing: the moment it expired).
-                                 * @example 2026-11-22T10:00:00.123Z
-                                 */
-                                updatedAt: string;
-                                /** @description Unix time in seconds at which the listing expires. */
-                                expiresAtUnix: number;
-                                location: {
-                                    latitude: number;
-                                    longitude: number;
-                                };
-                                brand: {
-                                    nameAr: string;
-                                    nameEn: string;
-                                    /** @description The provider’s industry, set when the provider was created. */
-                                    industry: string;
-                                    urlSafeName: string;
-                                    imageUrl: string;
-                                };
-                                listingDetails: {
-                                    discountRate: number;
-                                    /** @enum {unknown} */
-                                    type: "timed" | "priority_timed";
-                                    isAssignedToDriver: boolean;
-                                };
-                                /** @description In the order sent; `position` is the index. */
-                                items: {
-                                    /** @description The item’s index in the created order; PATCH names items by it. */
-                                    position: number;
-                                    nameAr: string;
-                                    nameEn: string;
-                                    /** @description Unit price, exactly as sent or last changed. */
-                                    price: number;
-                                    /** @description Units left; 0 when none is. */
-                                    quantity: number;
-                                    /** @enum {unknown} */
-                                    category: "service" | "product" | "tax";
-                                    /** @enum {unknown} */
-                                    subCategory: "delivery" | "main_dish" | "side_dish" | "drink" | "vat";
-                                    urlSafeName: string;
-                                    /** @description Present only when the item was created with one. */
-                                    imageUrl?: string;
-                                }[];
-                                /**
-                                 * @description The provider whose listing it is.
-                                 * @example prv_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9
-                                 */
-                                providerId: string;
-                            };
-                        }[];
-                        /** @description Pass it as `cursor` for the next page; null when this page is the last. */
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["DiscoverPage"];
                 };
             };
             /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */

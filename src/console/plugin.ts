@@ -1,3 +1,4 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { Clock } from '../clock.js'
@@ -109,8 +110,8 @@ async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Pro
         return { provider: { id: provider.id, name: provider.name } }
       })
 
-      routes.post('/session', { schema: { hide: true, body: SignInBody } }, async (request, reply) => {
-        const body = request.body as { token?: string; link?: string }
+      routes.withTypeProvider<TypeBoxTypeProvider>().post('/session', { schema: { hide: true, body: SignInBody } }, async (request, reply) => {
+        const body = request.body
         const now = clock()
         const signedIn =
           body.token !== undefined

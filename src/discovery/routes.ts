@@ -1,8 +1,9 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Clock } from '../clock.js'
 import { invalidRequest } from '../errors.js'
 import { jsonResponse } from '../http/openapi.js'
 import { listingView } from '../listings/listing-view.js'
+import { defaultsFilled } from '../http/validation.js'
 import type { CursorCodec, CursorKey } from './cursor.js'
 import type { DiscoveryRepository } from './repository.js'
 import { DiscoverPage, DiscoverQuery, exampleDiscoverPage, type DiscoverParams } from './schemas.js'
@@ -15,7 +16,7 @@ export interface DiscoveryRoutesOptions {
 }
 
 /** docs/api.md#discovery: every provider's active listings around a point, for marketplaces. */
-export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async (app, { discovery, cursors, clock }) => {
+export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> = async (app, { discovery, cursors, clock }) => {
   app.get(
     '/discover',
     {
@@ -29,7 +30,7 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
           'great-circle distance, discounted at least `minDiscountRate`, nearest first or ending soonest. Follow ' +
           '`nextCursor` for more: each listing comes at most once while nothing changes. A provider’s token is ' +
           '`403`; this route is for marketplace tokens (`listing-service marketplace create`).',
-        querystring: DiscoverQuery,
+        querystring: defaultsFilled<DiscoverParams>(DiscoverQuery),
         response: {
           200: jsonResponse('A page of listings.', DiscoverPage, {
             page: exampleDiscoverPage,
@@ -40,7 +41,7 @@ export const discoveryRoutes: FastifyPluginAsync<DiscoveryRoutesOptions> = async
       },
     },
     async (request) => {
-      const params = request.query as DiscoverParams
+      const params = request.query
       let after: CursorKey | undefined
       if (params.cursor !== undefined) {
         const decoded = cursors.decode(params, params.cursor)

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView } from '../listings/schemas.js'
 
 /** Discovery's shapes (docs/api.md#discovery): the query, and a page of listings with their distances. */
@@ -69,6 +70,7 @@ export const DiscoveredListing = Type.Object(
   },
   { ...closed, description: 'The listing as read (as `GET /api/v1/listing/{listingId}` answers its provider), with its provider’s id.' },
 )
+named('DiscoveredListing', DiscoveredListing)
 
 export const DiscoverPage = Type.Object(
   {
@@ -76,7 +78,7 @@ export const DiscoverPage = Type.Object(
       Type.Object(
         {
           distanceMeters: Type.Integer({ minimum: 0, description: 'Great-circle distance from the point, in metres, rounded.', examples: [312] }),
-          listing: DiscoveredListing,
+          listing: ref(DiscoveredListing),
         },
         closed,
       ),
@@ -88,6 +90,7 @@ export const DiscoverPage = Type.Object(
   },
   closed,
 )
+named('DiscoverPage', DiscoverPage)
 export type DiscoverPage = Static<typeof DiscoverPage>
 
 const exampleActive = {

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView, Timestamp } from '../listings/schemas.js'
 import { EventTypes } from './record.js'
 
@@ -11,16 +12,18 @@ export const EventType = Type.Enum(EventTypes, {
     '`listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, ' +
     '`listing.expired` (recorded within seconds of expiresAtUnix).',
 })
+named('EventType', EventType)
 
 export const Event = Type.Object(
   {
     id: Type.String({ description: 'Unique; `webhook-id` of its deliveries; `after` in the feed.', examples: ['evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9'] }),
-    type: EventType,
+    type: ref(EventType),
     createdAt: { ...Timestamp, description: 'When the change was committed.' },
-    data: { ...ListingView, description: 'The listing right after the change; `data.version` orders one listing’s events.' },
+    data: ref(ListingView, { description: 'The listing right after the change; `data.version` orders one listing’s events.' }),
   },
   closed,
 )
+named('Event', Event)
 export type Event = Static<typeof Event>
 
 export const exampleEvent: Event = {
@@ -52,11 +55,12 @@ export type EventsParams = Static<typeof EventsQuery> & { limit: number }
 
 export const EventsPage = Type.Object(
   {
-    data: Type.Array(Event, { description: 'Oldest first, in the order the changes were committed.' }),
+    data: Type.Array(ref(Event), { description: 'Oldest first, in the order the changes were committed.' }),
     nextCursor: Type.Union([Type.String(), Type.Null()], {
       description: 'The last event’s id, to pass as `after` for what comes next; null when `data` is empty (poll again later with the same `after`).',
     }),
   },
   closed,
 )
+named('EventsPage', EventsPage)
 export type EventsPage = Static<typeof EventsPage>

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { sql } from 'kysely'
 import { Type } from 'typebox'
 import type { Database } from '../db/connection.js'
@@ -19,7 +19,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 const Alive = Type.Object({ status: Type.Literal('ok') })
 const Ready = Type.Object({ status: Type.Literal('ready') })
 
-export const healthRoutes: FastifyPluginAsync<{ database: Database }> = async (app, { database }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = async (app, { database }) => {
   app.get(
     '/healthz',
     {
@@ -33,7 +33,7 @@ export const healthRoutes: FastifyPluginAsync<{ database: Database }> = async (a
         response: { 200: jsonResponse('The process runs.', Alive, { alive: { status: 'ok' } }) },
       },
     },
-    async () => ({ status: 'ok' }),
+    async () => ({ status: 'ok' }) as const,
   )
 
   app.get(
@@ -52,7 +52,7 @@ export const healthRoutes: FastifyPluginAsync<{ database: Database }> = async (a
     async (request) => {
       try {
         await withTimeout(sql`select 1`.execute(database.kysely), READY_TIMEOUT_MS)
-        return { status: 'ready' }
+        return { status: 'ready' } as const
       } catch (error) {
         request.log.warn({ err: error }, 'readiness check failed')
         throw new Problem('unavailable', 'the database does not answer')

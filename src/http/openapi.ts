@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, RouteOptions } from 'fastify'
+import { Type, type TSchema } from 'typebox'
+import { componentSchemas, isNamed, ref } from './components.js'
 import { addProblemResponses, type OpenApiDocument } from './problem-responses.js'
 
 /**
@@ -39,15 +41,19 @@ its \`Retry-After\` is \`IMAGE_FETCH_TIMEOUT_MS\` in seconds, by when every crea
 **Request ids.** Every response carries \`X-Request-Id\`: the one you sent (1–128 visible ASCII characters), or a
 generated one.`
 
-/** A JSON success response with its own description, named examples and headers (for the document only). */
-export function jsonResponse(
+/**
+ * A JSON success response with its own description, named examples and headers (for the document only). A named
+ * schema (components.ts) is referred to, not repeated; the reply is typed by the schema either way.
+ */
+export function jsonResponse<Schema extends TSchema>(
   description: string,
-  schema: object,
+  schema: Schema,
   examples: Record<string, unknown> = {},
   headers?: Record<string, object>,
 ) {
   const named = Object.fromEntries(Object.entries(examples).map(([name, value]) => [name, { value }]))
-  return { description, content: { 'application/json': { schema, examples: named } }, ...(headers ? { headers } : {}) }
+  const written = (isNamed(schema) ? ref(schema) : schema) as Schema
+  return { description, content: { 'application/json': { schema: written, examples: named } }, ...(headers ? { headers } : {}) }
 }
 
 /**
@@ -60,6 +66,11 @@ export function notModifiedResponse(etag: string) {
     description: 'Not modified: `If-None-Match` names the current representation. No body; the ETag is repeated.',
     headers: { ETag: { type: 'string', description: 'The current ETag.', examples: [etag] } },
   }
+}
+
+/** 204: no body, typed as no payload (so `reply.code(204).send()` type-checks); `type: 'null'` as above. */
+export function noContentResponse(description: string) {
+  return Type.Unsafe<undefined>({ type: 'null', description })
 }
 
 /** The ETag response header of a listing (docs/api.md#versions-and-entity-tags), as @fastify/swagger takes a header: a JSON schema. */
@@ -86,6 +97,8 @@ export function documentBearerAuth(route: RouteOptions): void {
 
 /** Registers the generator (before any route, so that it sees them all), /openapi.json and /docs. */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  // Before any route refers to them: Fastify's serializer resolves the responses' $refs from these too.
+  for (const schema of componentSchemas()) app.addSchema(schema)
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -115,6 +128,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     // OpenAPI 3.1 schemas are JSON Schema 2020-12, so `const` stays as the validator reads it.
     convertConstToEnum: false,
+    // Shared schemas keep their names as components (the default numbers them def-0, def-1, …).
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     transformObject: (document) => {
       if (!('openapiObject' in document)) return document.swaggerObject
       addProblemResponses(document.openapiObject as OpenApiDocument)

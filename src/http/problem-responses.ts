@@ -1,4 +1,4 @@
-import { invalidRequest, Problem, PROBLEM_CONTENT_TYPE, ProblemSchema, problemTypes, type ProblemType } from '../errors.js'
+import { invalidRequest, Problem, PROBLEM_CONTENT_TYPE, problemTypes, type ProblemType } from '../errors.js'
 
 /**
  * The error responses of the OpenAPI document. A route names the problem types it can answer with in its
@@ -119,11 +119,14 @@ export interface OpenApiDocument {
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 
-function problemResponse(types: ProblemType[], operation: Operation): Response {
+/** `componentExamples` is the document's components.examples: each example is written there once, and referred to. */
+function problemResponse(types: ProblemType[], operation: Operation, componentExamples: Record<string, object>): Response {
   const examples: Record<string, object> = {}
   for (const type of types) {
-    const example = type === 'invalid-request' && !operation.requestBody ? queryExample : problemExamples[type]
-    examples[type] = { summary: problemTypes[type].title, value: example.toBody() }
+    const ofQuery = type === 'invalid-request' && !operation.requestBody
+    const name = ofQuery ? `${type}-query` : type
+    componentExamples[name] ??= { summary: problemTypes[type].title, value: (ofQuery ? queryExample : problemExamples[type]).toBody() }
+    examples[type] = { $ref: `#/components/examples/${name}` }
   }
   const response: Response = {
     description: types.map((type) => `\`/problems/${type}\`: ${problemTypes[type].description}`).join('\n\n'),
@@ -140,7 +143,7 @@ function problemResponse(types: ProblemType[], operation: Operation): Response {
  */
 export function addProblemResponses(document: OpenApiDocument): void {
   const components = (document.components ??= {})
-  components.schemas = { ...components.schemas, Problem: structuredClone(ProblemSchema) }
+  const examples = (components.examples ??= {})
   components.headers = {
     ...components.headers,
     'X-Request-Id': {
@@ -161,7 +164,7 @@ export function addProblemResponses(document: OpenApiDocument): void {
         byStatus.set(status, [...(byStatus.get(status) ?? []), type])
       }
       delete operation['x-problems']
-      for (const [status, types] of byStatus) responses[status] = problemResponse(types, operation)
+      for (const [status, types] of byStatus) responses[status] = problemResponse(types, operation, examples)
       for (const [status, response] of Object.entries(responses)) {
         response.headers = {
           'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },

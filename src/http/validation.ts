@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
+import { Type, type TSchema, type TUnsafe } from 'typebox'
 import { invalidRequest, type ProblemDetail } from '../errors.js'
 import { MAX_ENTITY_TAGS_LENGTH, parseEntityTags } from './conditional.js'
 import { cursorFormat } from '../discovery/cursor.js'
@@ -96,6 +97,15 @@ export function createAjv(): Ajv {
   }
   addExactMultipleOf(ajv)
   return ajv
+}
+
+/**
+ * A route's schema typed as validation leaves the value: useDefaults fills every `default`, which TypeBox's Static
+ * cannot see (its types do not record defaults). `Filled` is the schema's Static with those fields present; the
+ * schema itself is unchanged.
+ */
+export function defaultsFilled<Filled>(schema: TSchema): TUnsafe<Filled> {
+  return Type.Unsafe<Filled>(schema)
 }
 
 function escapePointerToken(token: string): string {

@@ -1,4 +1,5 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { TSchema } from 'typebox'
 import type { Clock } from '../clock.js'
@@ -21,7 +22,6 @@ import {
   ListingView,
   PatchListingBody,
   ReferenceIdParams,
-  type PatchListingInput,
 } from './schemas.js'
 
 export interface OneListingRoutesOptions {
@@ -74,11 +74,11 @@ const listingResponse = (description: string) =>
   jsonResponse(description, ListingView, { listing: exampleListingView }, listingEtagHeader)
 
 /** docs/api.md#statuses-and-expiry: read one listing, change it, withdraw it. */
-export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = async (app, { listings, db, clock }) => {
+export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions> = async (app, { listings, db, clock }) => {
   /** GET one listing, found by `find` from the route's one path parameter. */
-  const readRoute = (
+  const readRoute = <Parameter extends 'listingId' | 'referenceId'>(
     url: string,
-    parameter: 'listingId' | 'referenceId',
+    parameter: Parameter,
     schema: { operationId: string; summary: string; description: string; params: TSchema },
     find: (providerId: string, value: string) => Promise<ListingState | undefined>,
   ) =>
@@ -95,7 +95,8 @@ export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = asy
       },
       async (request, reply) => {
         const provider = providerOf(request)
-        const state = await find(provider.id, (request.params as Record<string, string>)[parameter] as string)
+        // Typed by hand: TypeScript cannot resolve Fastify's request types for a parameter name left generic.
+        const state = await find(provider.id, (request.params as Record<Parameter, string>)[parameter])
         if (!state) throw notFound(parameter)
         const nowMs = clock()
         // The same ETag for every Content-Encoding (docs/api.md#versions-and-entity-tags: the version); most listings are over 1 KiB.
@@ -170,10 +171,10 @@ export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = asy
     },
     async (request, reply) => {
       const provider = providerOf(request)
-      const patch = request.body as PatchListingInput
+      const patch = request.body
       const problems = patchBodyProblems(patch)
       if (problems.length > 0) throw invalidRequest(problems)
-      const { listingId } = request.params as { listingId: string }
+      const { listingId } = request.params
       if (!LISTING_ID.test(listingId)) throw notFound('listingId')
       const nowMs = clock()
       const outcome = await patchListing(db, { providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs, patch })
@@ -203,7 +204,7 @@ export const oneListingRoutes: FastifyPluginAsync<OneListingRoutesOptions> = asy
       if (request.body !== undefined && !isEmptyObject(request.body)) {
         throw invalidRequest([{ pointer: '', detail: 'must be absent: withdraw takes no body' }])
       }
-      const { listingId } = request.params as { listingId: string }
+      const { listingId } = request.params
       if (!LISTING_ID.test(listingId)) throw notFound('listingId')
       const nowMs = clock()
       const outcome = await withdrawListing(db, { providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs })

@@ -1,8 +1,9 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Clock } from '../clock.js'
 import { clientGone } from '../http/client-gone.js'
 import { notModified } from '../http/conditional.js'
 import { jsonResponse, notModifiedResponse } from '../http/openapi.js'
+import { defaultsFilled } from '../http/validation.js'
 import { providerOf } from '../providers/authenticate.js'
 import { createListing, type CreateListingDeps } from './create-listing.js'
 import { pageEntityTag, pageView } from './page-view.js'
@@ -34,7 +35,7 @@ export interface ListingRoutesOptions {
   clock: Clock
 }
 
-export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (app, { listings, create, clock }) => {
+export const listingRoutes: FastifyPluginAsyncTypebox<ListingRoutesOptions> = async (app, { listings, create, clock }) => {
   app.post(
     '/listing/create',
     {
@@ -46,7 +47,7 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
           'Order of work: authenticate, parse the JSON body (at most 1 MiB), validate all of it (every problem ' +
           'is reported at once), check `referenceId`, fetch and check every image, store the listing and its ' +
           'items in one transaction. A request that fails stores nothing and does not reserve its `referenceId`.',
-        body: CreateListingBody,
+        body: defaultsFilled<CreateListingInput>(CreateListingBody),
         response: {
           200: jsonResponse(
             'An earlier request with this referenceId and the same body (after defaults) created the listing: ' +
@@ -71,7 +72,7 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
     },
     async (request, reply) => {
       // The validator has checked the body against CreateListingBody and filled its defaults.
-      const outcome = await createListing(create, providerOf(request), request.body as CreateListingInput, clientGone(reply))
+      const outcome = await createListing(create, providerOf(request), request.body, clientGone(reply))
       return reply.code(outcome.status).send(outcome.body)
     },
   )
@@ -88,7 +89,7 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
           'never repeat or skip a listing while nothing is created. Unknown, repeated or empty query ' +
           'parameters are refused. Each page has an ETag: send it back in `If-None-Match` and an unchanged ' +
           'page answers `304` with no body.',
-        querystring: ListListingsQuery,
+        querystring: defaultsFilled<ListListingsParams>(ListListingsQuery),
         headers: IfNoneMatchHeaders,
         response: {
           200: jsonResponse('One page of your listings.', ListingsPage, { page: exampleListingsPage }, PAGE_ETAG),
@@ -99,7 +100,7 @@ export const listingRoutes: FastifyPluginAsync<ListingRoutesOptions> = async (ap
     },
     async (request, reply) => {
       const provider = providerOf(request)
-      const page = await listings.page(provider.id, request.query as ListListingsParams)
+      const page = await listings.page(provider.id, request.query)
       const nowMs = clock()
       // The tag comes from what the query read (page-view.ts): an unchanged page answers 304 without a body made.
       const etag = pageEntityTag(page, provider.industry, nowMs)

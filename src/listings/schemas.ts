@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox'
+import { named, ref } from '../http/components.js'
 import { MAX_ENTITY_TAGS_LENGTH } from '../http/conditional.js'
 
 /**
@@ -162,6 +163,7 @@ export const CreateListingResponse = Type.Object({
   listingId: Type.String({ description: 'The listing’s id: 26 characters, sorting by creation time.' }),
   expiresAtUnix: Type.Integer({ description: 'Unix time in seconds: creation second + the TTL of the type.' }),
 })
+named('CreateListingResponse', CreateListingResponse)
 export type CreateListingResult = Static<typeof CreateListingResponse>
 
 export const exampleCreated: CreateListingResult = {
@@ -222,6 +224,7 @@ export const ListingsPage = Type.Object({
   content: Type.Array(Listing, { description: 'Newest first: creation time, then id, descending.' }),
   recordCount: Type.Integer({ description: 'All of your listings, every status.' }),
 })
+named('ListingsPage', ListingsPage)
 export type ListingsPage = Static<typeof ListingsPage>
 
 export const exampleListingsPage: ListingsPage = {
@@ -265,6 +268,28 @@ export const ListingItemView = Type.Object(
   },
   closed,
 )
+named('ListingItemView', ListingItemView)
+
+const ListingLocationView = named('ListingLocationView', Type.Object({ latitude: Type.Number(), longitude: Type.Number() }, closed))
+
+const ListingBrandView = named(
+  'ListingBrandView',
+  Type.Object(
+    {
+      nameAr: Type.String(),
+      nameEn: Type.String(),
+      industry: Type.String({ description: 'The provider’s industry, set when the provider was created.' }),
+      urlSafeName: Type.String(),
+      imageUrl: Type.String(),
+    },
+    closed,
+  ),
+)
+
+const ListingDetailsView = named(
+  'ListingDetailsView',
+  Type.Object({ discountRate: Type.Number(), type: Type.Enum(ListingTypes), isAssignedToDriver: Type.Boolean() }, closed),
+)
 
 export const ListingView = Type.Object(
   {
@@ -281,25 +306,14 @@ export const ListingView = Type.Object(
     createdAt: Timestamp,
     updatedAt: { ...Timestamp, description: 'When the last change happened (for an expired listing: the moment it expired).' },
     expiresAtUnix: Type.Integer({ description: 'Unix time in seconds at which the listing expires.' }),
-    location: Type.Object({ latitude: Type.Number(), longitude: Type.Number() }, closed),
-    brand: Type.Object(
-      {
-        nameAr: Type.String(),
-        nameEn: Type.String(),
-        industry: Type.String({ description: 'The provider’s industry, set when the provider was created.' }),
-        urlSafeName: Type.String(),
-        imageUrl: Type.String(),
-      },
-      closed,
-    ),
-    listingDetails: Type.Object(
-      { discountRate: Type.Number(), type: Type.Enum(ListingTypes), isAssignedToDriver: Type.Boolean() },
-      closed,
-    ),
-    items: Type.Array(ListingItemView, { description: 'In the order sent; `position` is the index.' }),
+    location: ref(ListingLocationView),
+    brand: ref(ListingBrandView),
+    listingDetails: ref(ListingDetailsView),
+    items: Type.Array(ref(ListingItemView), { description: 'In the order sent; `position` is the index.' }),
   },
   { ...closed, description: 'A listing with every value as created or last changed.' },
 )
+named('ListingView', ListingView)
 export type ListingView = Static<typeof ListingView>
 
 export const exampleListingView: ListingView = {

@@ -1,7 +1,8 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Clock } from '../clock.js'
 import { invalidRequest, Problem, type ProblemType } from '../errors.js'
-import { jsonResponse } from '../http/openapi.js'
+import { jsonResponse, noContentResponse } from '../http/openapi.js'
+import { defaultsFilled } from '../http/validation.js'
 import { prefixedId } from '../ids.js'
 import { ipLiteral, type AddressPolicy } from '../images/address-policy.js'
 import { providerOf } from '../providers/authenticate.js'
@@ -20,7 +21,6 @@ import {
   WebhookEndpoint,
   WebhookIdParams,
   WebhookList,
-  type CreateWebhookInput,
   type DeliveriesParams,
 } from './schemas.js'
 import { generateSecret } from './signature.js'
@@ -49,7 +49,7 @@ const endpointResponse = (description: string) =>
 const PROBLEMS: ProblemType[] = ['invalid-request', 'not-found', 'internal', 'unavailable']
 
 /** docs/api.md#webhooks: a provider's webhook endpoints and their delivery log. */
-export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { webhooks, clock, policy }) => {
+export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { webhooks, clock, policy }) => {
   /** The endpoint the path names, of the caller's; 404 otherwise. */
   const ownEndpoint = async (providerId: string, webhookId: string): Promise<EndpointRow> => {
     const row = ENDPOINT_ID.test(webhookId) ? await webhooks.find(providerId, webhookId) : undefined
@@ -60,7 +60,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     if (row === undefined) throw notFound()
     return row
   }
-  const idOf = (params: unknown) => (params as { webhookId: string }).webhookId
+  const idOf = (params: { webhookId: string }) => params.webhookId
 
   app.post(
     '/webhooks',
@@ -85,7 +85,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     },
     async (request, reply) => {
       const provider = providerOf(request)
-      const input = request.body as CreateWebhookInput
+      const input = request.body
       const literal = ipLiteral(new URL(input.url).hostname)
       if (literal !== undefined && !policy(literal)) {
         throw invalidRequest([{ pointer: '/url', detail: `${literal} is not a public address: webhooks are sent to the public internet only` }])
@@ -147,7 +147,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
         summary: 'Delete a webhook endpoint',
         description: 'No attempt starts for it afterwards; what it was still owed and its delivery log go with it.',
         params: WebhookIdParams,
-        response: { 204: { type: 'null', description: 'Deleted.' } },
+        response: { 204: noContentResponse('Deleted.') },
         'x-problems': PROBLEMS,
       },
     },
@@ -223,14 +223,14 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
           'Newest first: each attempt made, and for each delivery still owed its next attempt (`pending`). Kept ' +
           'EVENT_RETENTION_DAYS (30 by default).',
         params: WebhookIdParams,
-        querystring: DeliveriesQuery,
+        querystring: defaultsFilled<DeliveriesParams>(DeliveriesQuery),
         response: { 200: jsonResponse('The log.', DeliveriesPage, { log: { data: exampleAttempts } }) },
         'x-problems': PROBLEMS,
       },
     },
     async (request) => {
       const endpoint = await ownEndpoint(providerOf(request).id, idOf(request.params))
-      const { limit } = request.query as DeliveriesParams
+      const { limit } = request.query
       return { data: await webhooks.deliveries(endpoint.id, limit) }
     },
   )

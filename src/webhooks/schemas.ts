@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { EventType } from '../events/schemas.js'
+import { named, ref } from '../http/components.js'
 import { EventTypes } from '../events/types.js'
 import { Timestamp } from '../listings/schemas.js'
 
@@ -35,7 +36,7 @@ export type CreateWebhookInput = Static<typeof CreateWebhookBody>
 const EndpointFields = {
   id: Type.String({ description: 'Names the endpoint in the routes below.', examples: ['wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8'] }),
   url: Type.String(),
-  events: Type.Array(EventType, { description: 'The event types it receives.' }),
+  events: Type.Array(ref(EventType), { description: 'The event types it receives.' }),
   status: Type.Enum(['enabled', 'disabled'], {
     description:
       '`disabled` after a `410 Gone` answer, or after 5 days of nothing but failed attempts; `POST …/enable` enables ' +
@@ -47,6 +48,7 @@ const EndpointFields = {
 }
 
 export const WebhookEndpoint = Type.Object(EndpointFields, closed)
+named('WebhookEndpoint', WebhookEndpoint)
 export type WebhookEndpoint = Static<typeof WebhookEndpoint>
 
 const Secret = Type.String({
@@ -58,11 +60,12 @@ const Secret = Type.String({
 })
 
 export const CreatedWebhookEndpoint = Type.Object({ ...EndpointFields, secret: Secret }, closed)
+named('CreatedWebhookEndpoint', CreatedWebhookEndpoint)
 export type CreatedWebhookEndpoint = Static<typeof CreatedWebhookEndpoint>
 
-export const WebhookList = Type.Object({ data: Type.Array(WebhookEndpoint, { description: 'Oldest first.' }) }, closed)
+export const WebhookList = named('WebhookList', Type.Object({ data: Type.Array(ref(WebhookEndpoint), { description: 'Oldest first.' }) }, closed))
 
-export const RotatedSecret = Type.Object({ secret: Secret }, closed)
+export const RotatedSecret = named('RotatedSecret', Type.Object({ secret: Secret }, closed))
 
 export const WebhookIdParams = Type.Object(
   { webhookId: Type.String({ minLength: 1, maxLength: 100, description: 'The id its create answered with.', examples: ['wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8'] }) },
@@ -80,7 +83,7 @@ export type DeliveriesParams = Required<Static<typeof DeliveriesQuery>>
 export const DeliveryAttempt = Type.Object(
   {
     eventId: Type.String(),
-    type: EventType,
+    type: ref(EventType),
     attempt: Type.Integer({ minimum: 1, description: 'The attempt’s number for this event, from 1.' }),
     outcome: Type.Enum(['succeeded', 'failed', 'pending'], {
       description:
@@ -94,9 +97,10 @@ export const DeliveryAttempt = Type.Object(
   },
   closed,
 )
+named('DeliveryAttempt', DeliveryAttempt)
 export type DeliveryAttempt = Static<typeof DeliveryAttempt>
 
-export const DeliveriesPage = Type.Object({ data: Type.Array(DeliveryAttempt, { description: 'Newest first.' }) }, closed)
+export const DeliveriesPage = named('DeliveriesPage', Type.Object({ data: Type.Array(ref(DeliveryAttempt), { description: 'Newest first.' }) }, closed))
 
 export const exampleEndpoint: WebhookEndpoint = {
   id: 'wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8',
