@@ -29,13 +29,13 @@ function encodeNumber(value: number, digits: number): string {
   return out
 }
 
-/** 48-bit millisecond time as 10 characters, most significant first, so ids sort by time. */
-const encodeTime = (ms: number) => encodeNumber(ms, 10)
-
 /** Digits of a listing id: creation millisecond, then `tick`, then randomness (10 + 7 + 9 = 26, a ULID's shape). */
 const TIME_DIGITS = 10
 const TICK_DIGITS = 7 // 35 bits: more listings in one millisecond than any provider can create
 const RANDOM_DIGITS = 9 // 45 bits
+
+/** 48-bit millisecond time as 10 characters, most significant first, so ids sort by time. */
+const encodeTime = (ms: number) => encodeNumber(ms, TIME_DIGITS)
 
 /** The random tail of a listing id. */
 export function listingIdRandomPart(): string {
