@@ -6,7 +6,7 @@ import { startBackgroundJobs, type BackgroundJobs } from './background.js'
 import { systemClock } from './clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { openDatabase, parseDatabaseUrl } from './db/connection.js'
-import { migrate } from './db/migrate.js'
+import { migrate, missingRoleSettings, pendingMigrations } from './db/migrate.js'
 import { Drain } from './http/drain.js'
 import { RequestPressure } from './http/request-pressure.js'
 import { logDestination } from './log-output.js'
@@ -68,8 +68,17 @@ function configOrExit(): Config {
   }
 }
 
+export interface ServeOptions {
+  /**
+   * false (`serve --no-migrate`): apply no migration, for an instance started against a hot standby, or where
+   * migrations are a deploy step of their own (`listing-service migrate`). The start then fails, before listening,
+   * if the database lacks a migration this code needs.
+   */
+  migrate?: boolean
+}
+
 /** `npm start` / `listing-service serve`: migrate, create the demo provider on a fresh SQLite, listen. */
-export async function serve(): Promise<void> {
+export async function serve(options: ServeOptions = {}): Promise<void> {
   const config = configOrExit()
   // Written synchronously: a line is out when the call returns, so a crash loses none and nothing is left to flush
   // at exit. pino's default (asynchronous) flushes what it holds on exit with a loop that retries a broken pipe
@@ -131,8 +140,24 @@ export async function serve(): Promise<void> {
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
 
-  const applied = await migrate(database)
-  if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated')
+  if (options.migrate === false) {
+    const pending = await pendingMigrations(database)
+    if (pending.length > 0) {
+      throw new Error(`started with --no-migrate, but the database lacks migrations: ${pending.join(', ')}; run \`listing-service migrate\` first`)
+    }
+  } else {
+    const applied = await migrate(database)
+    if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated')
+  }
+  const missing = await missingRoleSettings(database)
+  if (missing.length > 0) {
+    // migrate() sets them for the role it runs as; an instance of another role, or one whose database was
+    // migrated by an older version, runs without them (no statement bound). docs/postgresql.md says what to run.
+    logger.warn(
+      { missing },
+      'the database role lacks its settings: run `listing-service migrate` as this role, or ALTER ROLE <role> IN DATABASE <database> SET … (docs/postgresql.md)',
+    )
+  }
 
   // Never on PostgreSQL: a shared production database must not grow a provider nobody asked for.
   const demo =

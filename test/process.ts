@@ -140,6 +140,8 @@ export interface ServerProcess {
 
 export interface ServeOptions {
   cwd?: string
+  /** Arguments after `serve` (e.g. --no-migrate). */
+  args?: string[]
   /** How long to wait for the "ready" line. */
   timeoutMs?: number
 }
@@ -152,7 +154,7 @@ const READY_ADDRESS = /^http:\/\/127\.0\.0\.1:(\d+)$/
  */
 export async function startServer(env: Record<string, string | undefined>, options: ServeOptions = {}): Promise<ServerProcess> {
   const child = track(
-    spawn(process.execPath, [CLI, 'serve'], {
+    spawn(process.execPath, [CLI, 'serve', ...(options.args ?? [])], {
       cwd: options.cwd ?? ROOT,
       // IMAGE_ALLOW_PRIVATE_NETWORKS: the fixture images (fixtures.ts) are served on loopback.
       env: cleanEnv({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', IMAGE_ALLOW_PRIVATE_NETWORKS: 'true', ...env }),

@@ -50,7 +50,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Answers 200 when the database answers a query within 2000 ms, else 503.
+         * @description Answers 200 when the database answers a query within 2000 ms, else 503. The body says whether the database reached is a primary or a standby.
          */
         get: operations["checkReadiness"];
         put?: never;
@@ -721,6 +721,8 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         status: "ready";
+                        /** @description What the instance reaches: `primary` (it accepts writes; SQLite is always that), or `standby` (a PostgreSQL hot standby, in recovery: reads only). */
+                        database: "primary" | "standby";
                     };
                 };
             };

@@ -10,7 +10,8 @@ import { signInLink } from '../console/sign-in-link.js'
 const HELP = `Usage: listing-service <command>
 
 Commands:
-  serve                                              start the HTTP API (same as npm start)
+  serve [--no-migrate]                               start the HTTP API (same as npm start); --no-migrate
+                                                     starts without migrating (the schema must be current)
   migrate                                            apply pending database migrations
   provider create --name <name> [--industry <name>]  create a provider and its first token
   provider list                                      list providers (never tokens)
@@ -113,10 +114,10 @@ async function run(argv: string[]): Promise<unknown> {
 }
 
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] === 'serve' && argv.length === 1) {
+  if (argv[0] === 'serve' && (argv.length === 1 || (argv.length === 2 && argv[1] === '--no-migrate'))) {
     // Loaded only here: the other commands start faster without the HTTP stack.
     const { serve } = await import('../server.js')
-    await serve()
+    await serve({ migrate: argv[1] !== '--no-migrate' })
     return -1
   }
   if (argv.length === 1 && (argv[0] === '--help' || argv[0] === 'help' || argv[0] === '-h')) {

@@ -112,14 +112,38 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
 }
 
 /**
- * Kysely sends every PostgreSQL query unnamed, so the server parses and plans it on every execution; on a page
- * request that planning took the CPU the server shares with us. Naming each parameterised statement after its
- * SQL text lets each connection prepare it once and reuse it (pg remembers which names a connection has
- * prepared). Query shapes are few and fixed (the create is one statement for any item count; only the
- * rolling-deploy fallback's IN list varies, 1–50), so the statements kept per connection stay bounded.
- * Statements without parameters (BEGIN, COMMIT, DDL) go as they are.
+ * Whether a pooled client is connected to a PostgreSQL backend of its own, or to a pooler. PostgreSQL tells a
+ * client its backend's process id at connect (BackendKeyData, for cancelling); a pooler in transaction mode
+ * (PgBouncer, and any other: it cannot tie a client to one backend) answers with a key of its own, which is not
+ * the pid of the backend that then runs the client's statements. One round trip, once per connection.
  */
-function withNamedStatements(pool: pg.Pool, queryTimeoutMs: number | undefined): PostgresPool {
+const ownBackend = new WeakMap<pg.PoolClient, Promise<boolean>>()
+
+function isOwnBackend(client: pg.PoolClient): Promise<boolean> {
+  let known = ownBackend.get(client)
+  if (!known) {
+    const processId = (client as pg.PoolClient & { processID?: number }).processID
+    // Bounded like any request query: a silent server must not hold the connect forever.
+    const config: pg.QueryConfig & { query_timeout?: number } = { text: 'select pg_backend_pid() as pid', query_timeout: QUERY_TIMEOUT_MS }
+    known = client.query<{ pid: number }>(config).then(({ rows }) => processId !== undefined && rows[0]?.pid === processId)
+    // A failed check is not kept: the query that follows fails the same way, and the client is dropped.
+    known.catch(() => ownBackend.delete(client))
+    ownBackend.set(client, known)
+  }
+  return known
+}
+
+/**
+ * Kysely sends every query unnamed, so the server parses and plans it on every execution. On a connection of its
+ * own, naming each parameterised statement after its SQL text lets the connection prepare it once and reuse it
+ * (pg remembers which names a connection has prepared); the page statement's planning was most of what the
+ * database spent on a page (docs/design/0009-no-session-state.md). Query shapes are few and fixed, so the
+ * statements kept per connection stay bounded. Through a pooler in transaction mode, statements go unnamed: each
+ * transaction, and each statement outside one, may run on another server connection, where a name would be
+ * missing (26000) or taken by another client (42P05). Nothing else is kept on a connection either (see
+ * POSTGRES_ROLE_SETTINGS). Statements without parameters (BEGIN, COMMIT, DDL) go as they are.
+ */
+function withStatements(pool: pg.Pool, queryTimeoutMs: number | undefined): PostgresPool {
   const names = new Map<string, string>()
   const nameOf = (text: string) => {
     let name = names.get(text)
@@ -140,10 +164,22 @@ function withNamedStatements(pool: pg.Pool, queryTimeoutMs: number | undefined):
       // restart during a query crashed the process. The query's own rejection is what the request sees.
       const onError = (error: Error) => (broken = error)
       client.on('error', onError)
+      const release = () => {
+        client.removeListener('error', onError)
+        client.release(broken)
+      }
+      let named: boolean
+      try {
+        named = await isOwnBackend(client)
+      } catch (error) {
+        broken = error as Error
+        release()
+        throw error
+      }
       const run = (text: string, values: unknown[]) => {
         // query_timeout is read per query by pg (client.js) but missing from its typings.
         const config: pg.QueryConfig & { query_timeout?: number } = {
-          name: values.length === 0 ? undefined : nameOf(text),
+          name: named && values.length > 0 ? nameOf(text) : undefined,
           text,
           values,
           query_timeout: queryTimeoutMs,
@@ -156,10 +192,7 @@ function withNamedStatements(pool: pg.Pool, queryTimeoutMs: number | undefined):
       return {
         // Only the (sql, parameters) form: the cursor form serves streaming, which the service never uses.
         query: run as unknown as PostgresPoolClient['query'],
-        release: () => {
-          client.removeListener('error', onError)
-          client.release(broken)
-        },
+        release,
       }
     },
     end: () => pool.end(),
@@ -168,18 +201,38 @@ function withNamedStatements(pool: pg.Pool, queryTimeoutMs: number | undefined):
 
 /**
  * PostgreSQL time bounds, so a database that is down or silent ends a request as 503 in bounded time (contract
- * docs/operations.md#when-the-database-is-unavailable) instead of hanging it. Every query a request makes is an index lookup or one insert statement taking
- * milliseconds (a 100-item create included), so 5 s is far beyond any legitimate one yet short enough to
- * answer a client before its own timeout. Migrations are exempt (Database.unbounded, beginExclusive).
+ * docs/operations.md#when-the-database-is-unavailable) instead of hanging it. Every query a request makes is an
+ * index lookup or one insert statement taking milliseconds (a 100-item create included), so 5 s is far beyond
+ * any legitimate one yet short enough to answer a client before its own timeout. Migrations are exempt
+ * (Database.unbounded, beginExclusive).
  */
 const CONNECT_TIMEOUT_MS = 5000
-/** Server side: the server cancels the statement (57014), freeing its locks; the connection stays usable. */
-const STATEMENT_TIMEOUT_MS = 5000
+/**
+ * Server side: the server cancels the statement (57014), freeing its locks; the connection stays usable. Not
+ * sent by this client (PgBouncer refuses it in the startup packet, and a SET would stay on a pooled server
+ * connection): it is the default of the service's role in its database, which `migrate` sets
+ * (POSTGRES_ROLE_SETTINGS), so every session gets it, through a pooler or not, transactions or single statements.
+ */
+export const STATEMENT_TIMEOUT_MS = 5000
 /**
  * Client side, for a server that accepts but never answers (the statement timeout cannot fire there): 2 s
  * after the server's own timeout, so a slow but living server reports 57014 first, keeping its connection.
  */
 const QUERY_TIMEOUT_MS = STATEMENT_TIMEOUT_MS + 2000
+
+/**
+ * The settings every session of the service needs, kept as the defaults of the service's role in its database
+ * (`ALTER ROLE current_user IN DATABASE … SET`, by migrate(), which any role may do for itself) rather than sent
+ * per connection: see docs/design/0009-no-session-state.md.
+ * - statement_timeout: above.
+ * - jit off: the service's statements are short, and JIT compiles any whose estimated cost passes
+ *   jit_above_cost; discovery's candidate statement did at 1M listings, compiling for far longer than it ran
+ *   (docs/benchmarks.md).
+ */
+export const POSTGRES_ROLE_SETTINGS: Readonly<Record<string, string>> = {
+  statement_timeout: String(STATEMENT_TIMEOUT_MS),
+  jit: 'off',
+}
 
 export interface OpenOptions {
   /** Called for errors on idle PostgreSQL connections, which would otherwise crash the process. */
@@ -228,20 +281,13 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
         max: 10,
         types: pgTypes,
         // A database that does not answer must fail the request, not hang it. This also bounds the wait for a
-        // free client when all are busy.
+        // free client when all are busy. Nothing else is sent at connect (see POSTGRES_ROLE_SETTINGS).
         connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-        // Sent at connect, so the server itself ends a statement that runs or waits on a lock too long.
-        statement_timeout: STATEMENT_TIMEOUT_MS,
       })
       pool.on('error', (error) => options.onPoolError?.(error))
-      // No JIT compilation: the service's statements are short, and JIT compiles any whose estimated cost passes
-      // jit_above_cost. Discovery's batched candidate statement did at 1M listings (its JSON arrays are estimated
-      // at 100 rows each): 10 ms of compiling, 28 ms in all, for 0.2 ms of work; 1,896 req/s instead of 5,407. Queued
-      // on a new connection before anything else; a server without the setting (before PostgreSQL 11) has no JIT.
-      pool.on('connect', (client) => void client.query('set jit = off').catch(() => {}))
-      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, QUERY_TIMEOUT_MS) }), log })
+      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, QUERY_TIMEOUT_MS) }), log })
       // Shares the pool; only `kysely` ends it on close.
-      const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withNamedStatements(pool, undefined) }), log })
+      const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, undefined) }), log })
       return { kysely, unbounded, writer: kysely, dialect: 'postgres', observeQuery, close: () => kysely.destroy() }
     }
   }

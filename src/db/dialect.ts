@@ -51,11 +51,16 @@ const PG_UNAVAILABLE_MESSAGE =
 
 /**
  * PostgreSQL SQLSTATEs that say "the database cannot serve you now", not "your statement is wrong": class 08
- * connection exception; 57P01–57P03 admin/crash shutdown and cannot-connect-now (starting up, recovering);
- * class 53 insufficient resources (disk full, out of memory, too many connections); 57014 query_canceled, which
- * is what our statement_timeout (connection.ts) raises.
+ * connection exception (PgBouncer reports its own failures to reach a server as 08P01 too); 57P01–57P03
+ * admin/crash shutdown and cannot-connect-now (starting up, recovering); class 53 insufficient resources (disk
+ * full, out of memory, too many connections); 57014 query_canceled, which is what our statement_timeout
+ * (connection.ts) raises. And the errors of a server that is read-only or replaying WAL, which a retry (on the
+ * primary, or once replay moved on) may well pass: 25006 read_only_sql_transaction (a write reaching a hot
+ * standby, or a database set default_transaction_read_only, as during a failover); 40001 serialization_failure
+ * and 40P01 deadlock_detected, which the service's read-committed transactions and fixed lock order do not
+ * cause on a primary, but a standby raises when it cancels a query in conflict with recovery.
  */
-const PG_UNAVAILABLE_SQLSTATE = /^(08...|53...|57P0[123]|57014)$/
+const PG_UNAVAILABLE_SQLSTATE = /^(08...|53...|57P0[123]|57014|25006|40001|40P01)$/
 
 /**
  * better-sqlite3 error codes (extended codes included, e.g. SQLITE_IOERR_WRITE) that mean the file cannot be

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { Database, DialectName } from './connection.js'
+import { POSTGRES_ROLE_SETTINGS, type Database, type DialectName } from './connection.js'
 import { beginExclusive } from './dialect.js'
 import * as initial from '../migrations/2026-11-21-initial.js'
 import * as listingItemsJson from '../migrations/2026-11-21-listing-items-json.js'
@@ -37,6 +37,8 @@ export const migrations: readonly Migration[] = [
 /**
  * Applies pending migrations in one transaction under an exclusive lock, so it is idempotent and safe when
  * several instances start at once: the second waits, then finds nothing to do. Returns the names applied.
+ * On PostgreSQL it also makes POSTGRES_ROLE_SETTINGS the defaults of the connecting role in this database
+ * (setRoleSettings). They follow the code, not the schema's history, so they are not a dated migration.
  */
 export async function migrate(database: Database): Promise<string[]> {
   return database.unbounded.connection().execute(async (conn) => {
@@ -55,6 +57,7 @@ export async function migrate(database: Database): Promise<string[]> {
           conn,
         )
       }
+      if (database.dialect === 'postgres') await setRoleSettings(conn)
       await sql`commit`.execute(conn)
       return pending.map((m) => m.name)
     } catch (error) {
@@ -62,4 +65,58 @@ export async function migrate(database: Database): Promise<string[]> {
       throw error
     }
   })
+}
+
+/** The connecting role's defaults in the current database (pg_db_role_setting), as name → value. */
+async function roleSettings(conn: Kysely<any>): Promise<Map<string, string>> {
+  const { rows } = await sql<{ setting: string }>`
+    select unnest(s.setconfig) as setting
+    from pg_db_role_setting s
+    where s.setrole = (select oid from pg_roles where rolname = current_user)
+      and s.setdatabase = (select oid from pg_database where datname = current_database())`.execute(conn)
+  return new Map(rows.map(({ setting }) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]))
+}
+
+/**
+ * Makes POSTGRES_ROLE_SETTINGS the defaults of the connecting role in this database, where they differ: every
+ * session opened afterwards starts with them, directly or through a pooler, and a hot standby has them too (the
+ * catalog is replicated). Any role may set its own defaults. Run inside migrate()'s transaction, last: the
+ * session-level set_config gives the connection in hand (opened before the defaults existed) the same values,
+ * which is no state of its own, since every other session of this role in this database has them too.
+ */
+async function setRoleSettings(conn: Kysely<any>): Promise<void> {
+  const current = await roleSettings(conn)
+  for (const [name, value] of Object.entries(POSTGRES_ROLE_SETTINGS)) {
+    if (current.get(name) === value) continue
+    // ALTER ROLE takes no parameters; the name is ours and the value a literal quoted by format(%L).
+    await sql`do $$ begin execute format('alter role current_user in database %I set ${sql.raw(name)} = %L', current_database(), ${sql.lit(value)}); end $$`.execute(conn)
+  }
+  for (const [name, value] of Object.entries(POSTGRES_ROLE_SETTINGS)) {
+    await sql`select set_config(${name}, ${value}, false)`.execute(conn)
+  }
+}
+
+/**
+ * The POSTGRES_ROLE_SETTINGS the connecting role lacks in this database, as `name = value` (empty when all are in
+ * place; always empty on SQLite). serve() warns when some are missing: an instance started with --no-migrate
+ * whose `migrate` ran as another role, say.
+ */
+export async function missingRoleSettings(database: Database): Promise<string[]> {
+  if (database.dialect !== 'postgres') return []
+  const current = await roleSettings(database.kysely)
+  return Object.entries(POSTGRES_ROLE_SETTINGS)
+    .filter(([name, value]) => current.get(name) !== value)
+    .map(([name, value]) => `${name} = ${value}`)
+}
+
+/** Migrations this code knows that the database has not applied (for `serve --no-migrate`). */
+export async function pendingMigrations(database: Database): Promise<string[]> {
+  const exists =
+    database.dialect === 'postgres'
+      ? await sql<{ found: boolean }>`select to_regclass('schema_migrations') is not null as found`.execute(database.kysely)
+      : await sql<{ found: number }>`select count(*) as found from sqlite_master where type = 'table' and name = 'schema_migrations'`.execute(database.kysely)
+  if (!exists.rows[0]?.found) return migrations.map((m) => m.name)
+  const done = await sql<{ name: string }>`select name from schema_migrations`.execute(database.kysely)
+  const applied = new Set(done.rows.map((row) => row.name))
+  return migrations.filter((m) => !applied.has(m.name)).map((m) => m.name)
 }

@@ -27,7 +27,7 @@ interface Pending {
  * are built and typed by Kysely here as anywhere; only their execution crosses to the thread. better-sqlite3 is
  * synchronous: on the event loop, every commit's fsync (and now and then a WAL checkpoint) stopped every other
  * request while it ran, and a write lock held by another process was waited for there too. Why this, and what it
- * costs: docs/design/0009-one-write-path.md.
+ * costs: docs/design/0010-one-write-path.md.
  *
  * One connection: transactions take turns (a mutex, as Kysely's own SQLite driver has).
  */

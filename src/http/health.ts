@@ -17,7 +17,23 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 const Alive = Type.Object({ status: Type.Literal('ok') })
-const Ready = Type.Object({ status: Type.Literal('ready') })
+const Ready = Type.Object({
+  status: Type.Literal('ready'),
+  database: Type.Union([Type.Literal('primary'), Type.Literal('standby')], {
+    description:
+      'What the instance reaches: `primary` (it accepts writes; SQLite is always that), or `standby` (a PostgreSQL hot standby, in recovery: reads only).',
+  }),
+})
+
+/** `primary` or `standby`: PostgreSQL says whether it is replaying WAL; a SQLite file has no standby. */
+async function databaseRole(database: Database): Promise<'primary' | 'standby'> {
+  if (database.dialect !== 'postgres') {
+    await sql`select 1`.execute(database.kysely)
+    return 'primary'
+  }
+  const { rows } = await sql<{ standby: boolean }>`select pg_is_in_recovery() as standby`.execute(database.kysely)
+  return rows[0]?.standby ? 'standby' : 'primary'
+}
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = async (app, { database }) => {
   app.get(
@@ -44,15 +60,14 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = a
         tags: ['operations'],
         security: [],
         summary: 'Readiness',
-        description: `Answers 200 when the database answers a query within ${READY_TIMEOUT_MS} ms, else 503.`,
-        response: { 200: jsonResponse('The database answers.', Ready, { ready: { status: 'ready' } }) },
+        description: `Answers 200 when the database answers a query within ${READY_TIMEOUT_MS} ms, else 503. The body says whether the database reached is a primary or a standby.`,
+        response: { 200: jsonResponse('The database answers.', Ready, { ready: { status: 'ready', database: 'primary' } }) },
         'x-problems': ['unavailable'],
       },
     },
     async (request) => {
       try {
-        await withTimeout(sql`select 1`.execute(database.kysely), READY_TIMEOUT_MS)
-        return { status: 'ready' } as const
+        return { status: 'ready', database: await withTimeout(databaseRole(database), READY_TIMEOUT_MS) }
       } catch (error) {
         request.log.warn({ err: error }, 'readiness check failed')
         throw new Problem('unavailable', 'the database does not answer')

@@ -97,7 +97,7 @@ const MAX_BATCH = 64
  * transaction runs are stored together by the next one (one lock, one commit), and the next starts the moment
  * one ends, two at a time on PostgreSQL so the second already waits inside the database. A batch that fails for
  * any reason is stored again one create at a time, so each create gets its own answer: one create's failure never
- * fails another. Why creates, and only creates, gather: docs/design/0009-one-write-path.md.
+ * fails another. Why creates, and only creates, gather: docs/design/0010-one-write-path.md.
  */
 export class ListingCreates {
   readonly #batches: TrailingBatches<ListingCreate, StoredListing>

@@ -1,0 +1,136 @@
+/**
+ * A PgBouncer of a test's own, in transaction mode, in front of the tests' PostgreSQL (TEST_POSTGRES_URL), on a
+ * free port. Its settings are what docs/postgresql.md tells operators, and what .ci/run starts for the second pass
+ * of the PostgreSQL tests: a wildcard database entry (each test file makes databases of its own), trust for the
+ * tests' one role, and nothing in `ignore_startup_parameters` but extra_float_digits, so a client that sent
+ * statement_timeout at connect would be refused, as a production PgBouncer refuses it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
+
+export const PGBOUNCER = process.env.PGBOUNCER_BIN ?? '/usr/sbin/pgbouncer'
+
+export const pgbouncerInstalled = () => existsSync(PGBOUNCER)
+
+export interface PgBouncer {
+  /** `url` (a postgres:// URL of the upstream server, any database) rewritten to reach it through this PgBouncer. */
+  via(url: string): string
+  port: number
+  /** The PgBouncer process (for its CPU time). */
+  pid: number
+  /** What PgBouncer logged so far. */
+  log(): string
+  stop(): Promise<void>
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+export interface PgBouncerOptions {
+  /** The server it pools for; its host, port and user are used. Default: TEST_POSTGRES_URL's default. */
+  upstream?: string
+  poolMode?: 'transaction' | 'session'
+  /** Server connections per database and user. */
+  poolSize?: number
+}
+
+export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<PgBouncer> {
+  const upstream = new URL(options.upstream ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')
+  const user = decodeURIComponent(upstream.username || 'postgres')
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'listing-pgbouncer-'))
+  const ini = join(dir, 'pgbouncer.ini')
+  const logFile = join(dir, 'pgbouncer.log')
+  writeFileSync(join(dir, 'userlist.txt'), `"${user}" ""\n`)
+  writeFileSync(
+    ini,
+    [
+      '[databases]',
+      `* = host=${upstream.hostname} port=${upstream.port || '5432'}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'userlist.txt')}`,
+      `pool_mode = ${options.poolMode ?? 'transaction'}`,
+      `default_pool_size = ${options.poolSize ?? 20}`,
+      'max_client_conn = 2000',
+      'ignore_startup_parameters = extra_float_digits',
+      `logfile = ${logFile}`,
+      'log_connections = 0',
+      'log_disconnections = 0',
+      '',
+    ].join('\n'),
+  )
+  // PgBouncer will not run as root; it drops to the PostgreSQL server's own user, which must read its files.
+  const asRoot = process.getuid?.() === 0
+  if (asRoot) {
+    const uid = Number(/^postgres:[^:]*:(\d+):(\d+):/m.exec(readFileSync('/etc/passwd', 'utf8'))?.[1] ?? NaN)
+    const gid = Number(/^postgres:[^:]*:(\d+):(\d+):/m.exec(readFileSync('/etc/passwd', 'utf8'))?.[2] ?? NaN)
+    for (const file of [dir, ini, join(dir, 'userlist.txt')]) chownSync(file, uid, gid)
+  }
+  const child: ChildProcess = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), ini], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  let exited = false
+  child.once('exit', () => (exited = true))
+  // Also when the test's process ends without its after-hooks (file-timeout.ts): never leave a PgBouncer behind.
+  const killOnExit = () => child.kill('SIGKILL')
+  process.once('exit', killOnExit)
+  const log = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '') + stderr
+
+  const via = (url: string) => {
+    const rewritten = new URL(url)
+    rewritten.hostname = '127.0.0.1'
+    rewritten.port = String(port)
+    return rewritten.toString()
+  }
+  const stop = async () => {
+    process.removeListener('exit', killOnExit)
+    if (!exited) {
+      const gone = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM') // immediate shutdown
+      await Promise.race([gone, sleep(3000).then(() => child.kill('SIGKILL'))])
+    }
+    rmSync(dir, { recursive: true, force: true })
+  }
+
+  // Ready when a query passes through it.
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    if (exited) {
+      await stop()
+      throw new Error(`PgBouncer exited at start: ${log()}`)
+    }
+    const client = new pg.Client({ connectionString: via(upstream.toString()), connectionTimeoutMillis: 1000 })
+    client.on('error', () => {})
+    try {
+      await client.connect()
+      await client.query('select 1')
+      await client.end()
+      break
+    } catch (error) {
+      await client.end().catch(() => {})
+      if (Date.now() > deadline) {
+        await stop()
+        throw new Error(`PgBouncer did not answer within 10 s (${(error as Error).message}): ${log()}`)
+      }
+      await sleep(100)
+    }
+  }
+  return { via, port, pid: child.pid as number, log, stop }
+}
