@@ -67,7 +67,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = a
     },
     async (request) => {
       try {
-        return { status: 'ready', database: await withTimeout(databaseRole(database), READY_TIMEOUT_MS) }
+        return { status: 'ready' as const, database: await withTimeout(databaseRole(database), READY_TIMEOUT_MS) }
       } catch (error) {
         request.log.warn({ err: error }, 'readiness check failed')
         throw new Problem('unavailable', 'the database does not answer')
