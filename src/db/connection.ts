@@ -143,6 +143,12 @@ function isOwnBackend(client: pg.PoolClient): Promise<boolean> {
  * missing (26000) or taken by another client (42P05). Nothing else is kept on a connection either (see
  * POSTGRES_ROLE_SETTINGS). Statements without parameters (BEGIN, COMMIT, DDL) go as they are.
  */
+/**
+ * Statements with more parameters go unnamed: their texts vary with their number of rows or ids (a batch of
+ * creates, an expiry sweep's ids), and each name kept is a statement the server holds for the connection's life.
+ */
+const MAX_NAMED_PARAMETERS = 64
+
 function withStatements(pool: pg.Pool, queryTimeoutMs: number | undefined): PostgresPool {
   const names = new Map<string, string>()
   const nameOf = (text: string) => {
@@ -179,7 +185,7 @@ function withStatements(pool: pg.Pool, queryTimeoutMs: number | undefined): Post
       const run = (text: string, values: unknown[]) => {
         // query_timeout is read per query by pg (client.js) but missing from its typings.
         const config: pg.QueryConfig & { query_timeout?: number } = {
-          name: named && values.length > 0 ? nameOf(text) : undefined,
+          name: named && values.length > 0 && values.length <= MAX_NAMED_PARAMETERS ? nameOf(text) : undefined,
           text,
           values,
           query_timeout: queryTimeoutMs,
