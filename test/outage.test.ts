@@ -85,7 +85,7 @@ async function storedCounts(databaseUrl: string): Promise<{ listings: number; it
   try {
     const { rows } = await client.query(`select
       (select count(*) from listings)::int as listings,
-      (select coalesce(sum(json_array_length(items_record::json)), 0))::int as items,
+      (select coalesce(sum(json_array_length(items_record::json)), 0) from listings)::int as items,
       (select coalesce(sum(listing_count), 0)::int from providers) as counters`)
     return rows[0]
   } finally {
