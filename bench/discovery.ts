@@ -191,7 +191,7 @@ async function measureDiscovery(databaseUrl: string, token: string, marketplaceT
     const answer = await fetch(`${service.baseUrl}${sample.path}`, { headers: auth })
     const bytes = Buffer.from(await answer.arrayBuffer())
     const page = JSON.parse(bytes.toString('utf8')) as { data: Array<{ distanceMeters: number }> }
-    if (answer.status !== 200 || page.data.length !== 20) throw new Error(`the 5 km query answered ${answer.status}: ${bytes.slice(0, 300)}`)
+    if (answer.status !== 200 || page.data.length !== 20) throw new Error(`the 5 km query answered ${answer.status}: ${bytes.subarray(0, 300).toString('utf8')}`)
     // The target is a ratio of two runs, each of which moved by ±20% between minutes: the ceiling and the 5 km
     // query alternate, ROUNDS times, and their means are compared.
     const ceiling = await startCeiling(bytes)

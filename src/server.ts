@@ -131,8 +131,9 @@ export async function serve(): Promise<void> {
     logger.info('stopped')
     process.exit(0)
   }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  // stop() catches its own failures and ends the process itself.
+  process.on('SIGTERM', (signal) => void stop(signal))
+  process.on('SIGINT', (signal) => void stop(signal))
 
   const applied = await migrate(database)
   if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated')
@@ -142,6 +143,7 @@ export async function serve(): Promise<void> {
     database.dialect === 'sqlite' ? await new ProviderRepository(database).createDemoIfNone(Date.now()) : undefined
 
   app = await buildApp({ config, database, logger, metrics, drain, writes })
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a signal may have set it during the awaits above.
   if (stopping) return
   const address = await app.listen({ port: config.PORT, host: config.HOST })
   if (config.METRICS_PORT !== undefined) metricsPort = await metricsListener(metrics, config.METRICS_PORT, config.HOST)

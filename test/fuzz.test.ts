@@ -420,11 +420,11 @@ function patched(before: any, body: any): any {
   if (body.listingDetails?.discountRate !== undefined) expected.listingDetails.discountRate = body.listingDetails.discountRate
   for (const change of body.items ?? []) {
     // + 0: JSON's -0 is the quantity 0.
-    if (change.quantity !== undefined) expected.items[change.position].quantity = change.quantity + 0
+    if (change.quantity !== undefined) expected.items[change.position].quantity = (change.quantity as number) + 0
     if (change.price !== undefined) expected.items[change.position].price = change.price
   }
   const changed = JSON.stringify(expected) !== JSON.stringify(before)
-  if (changed) expected.version = before.version + 1
+  if (changed) expected.version = (before.version as number) + 1
   expected.status = expected.items.every((one: any) => one.quantity === 0) ? 'sold_out' : 'active'
   return { expected, changed }
 }
@@ -801,9 +801,9 @@ const value = fc.oneof(
       ['1.0', 'none'], ['1.5', 'none'], ['1e1', 'none'], ['0x10', 'none'], ['+1', 'none'], ['%2B1', 'none'], ['%201', 'none'],
       ['', 'none'], ['NaN', 'none'], ['Infinity', 'none'], ['true', 'none'], ['%EF%BC%91', 'none'], ['%D9%A3', 'none'],
       ['%00', 'none'], ['%ZZ', 'unknown'], ['%', 'unknown'], ['1%', 'unknown'],
-    ).map(([raw, ok]) => ({ raw: raw as string, ok: ok as Pair['value']['ok'] })),
+    ).map(([raw, ok]) => ({ raw, ok })),
   },
-  { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9._~!$'()*,;:@\/?-]{0,12}$/).map((raw) => ({ raw, ok: 'unknown' as const })) },
+  { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9._~!$'()*,;:@/?-]{0,12}$/).map((raw) => ({ raw, ok: 'unknown' as const })) },
 )
 
 const pair: fc.Arbitrary<Pair> = fc

@@ -90,7 +90,7 @@ export async function testRedis(): Promise<boolean> {
 
 export interface TestDatabase {
   url: string
-  drop(): Promise<void>
+  drop: () => Promise<void>
 }
 
 /** A database of its own: a fresh SQLite file in a temp folder, or a fresh PostgreSQL database. */

@@ -235,7 +235,7 @@ describe('two instances recording expiries on one PostgreSQL database', { skip: 
     assert.equal(new Set(events.map((event) => event.data.id)).size, 30)
     for (const event of events) {
       assert.equal(event.data.version, 2)
-      assert.ok(Date.parse(event.createdAt) <= (event.data.expiresAtUnix + 10) * 1000, `${event.createdAt} is over 10 s after ${event.data.expiresAtUnix}`)
+      assert.ok(Date.parse(event.createdAt) <= ((event.data.expiresAtUnix as number) + 10) * 1000, `${event.createdAt} is over 10 s after ${event.data.expiresAtUnix}`)
     }
   })
 })

@@ -620,14 +620,14 @@ describe('GET /openapi.json and GET /docs', () => {
   test('every response has an example, and every example matches its response schema', async () => {
     const resolved = await dereference(structuredClone(document))
     for (const [route, operation] of operationsOf(resolved)) {
-      for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
+      for (const [status, response] of Object.entries<any>(operation.responses)) {
         // Not Modified and No Content have no body, by definition (RFC 9110 §15.4.5, §15.3.5).
         if (status === '304' || status === '204') {
           assert.equal(response.content, undefined, `${route} 304 has content`)
           continue
         }
         assert.ok(response.content, `${route} ${status} has no content`)
-        for (const [mediaType, media] of Object.entries(response.content) as Array<[string, any]>) {
+        for (const [mediaType, media] of Object.entries<any>(response.content)) {
           const examples = examplesOf(media)
           assert.ok(examples.length > 0, `${route} ${status} ${mediaType} has no example`)
           for (const [name, example] of examples) assertMatches(media.schema, example, `${route} ${status} example ${name}`)
@@ -651,7 +651,7 @@ describe('GET /openapi.json and GET /docs', () => {
     }
     const documented = new Set<string>()
     for (const [route, operation] of operationsOf(document)) {
-      for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
+      for (const [status, response] of Object.entries<any>(operation.responses)) {
         const problem = response.content?.['application/problem+json']
         if (Number(status) < 400) {
           assert.equal(problem, undefined, `${route} ${status}`)
@@ -698,7 +698,7 @@ describe('GET /openapi.json and GET /docs', () => {
       const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }
       const args = ['--no-install', 'redocly', 'lint', file, '--extends', 'recommended', '--format', 'json']
       // redocly exits non-zero when it finds errors; its JSON report on stdout says which.
-      const { stdout } = await promisify(execFile)('npx', args, { env, timeout: 60_000 }).catch((error) => error)
+      const { stdout } = await promisify(execFile)('npx', args, { env, timeout: 60_000 }).catch((error: unknown) => error as { stdout: string })
       const report = JSON.parse(stdout)
       const errors = report.problems.filter((problem: { severity: string }) => problem.severity === 'error')
       assert.equal(report.totals.errors, 0, JSON.stringify(errors, null, 2))

@@ -217,7 +217,7 @@ if (dialects.includes('postgres')) {
         const outcome = await Promise.race([
           waiting.then(
             () => 'finished',
-            (error: Error) => `failed: ${error.message}`,
+            (error: unknown) => `failed: ${(error as Error).message}`,
           ),
           new Promise((resolve) => setTimeout(resolve, 8000, 'waiting')),
         ])

@@ -314,7 +314,7 @@ function createInTwoHalves(
     req.write(bytes.subarray(0, half))
     between().then(
       () => req.end(bytes.subarray(half)),
-      (error) => {
+      (error: unknown) => {
         req.destroy()
         reject(error)
       },

@@ -134,7 +134,7 @@ await describeEachDialect('webhook delivery', (service) => {
       assert.equal(Number(delivery.timestamp), Math.floor(service.clock() / 1000))
     }
     assert.equal(withdrawals.deliveries[0]?.event.type, 'listing.withdrawn')
-    assert.ok(verifies(withdrawalEndpoint.secret, withdrawals.deliveries[0] as never))
+    assert.ok(verifies(withdrawalEndpoint.secret, withdrawals.deliveries[0]))
     // The log: one succeeded attempt each, nothing pending (a delivery is recorded just after it arrived).
     const entries = await logWhen(service, token, allEndpoint.id, (entries) => entries.every((entry) => entry.outcome === 'succeeded'))
     assert.deepEqual(entries.map((entry: any) => [entry.outcome, entry.attempt, entry.responseStatus, entry.error]).sort(), [

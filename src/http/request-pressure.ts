@@ -25,7 +25,7 @@ export class RequestPressure {
   /** Counts every request of `server` from its arrival until its response ends or its connection closes. */
   watch(server: Server): void {
     server.on('request', (_request, response) => {
-      this.#change(+1)
+      this.#change(1)
       response.once('close', () => this.#change(-1))
     })
   }

@@ -84,7 +84,7 @@ export class DeliveryWorker {
   readonly #recorder: TrailingBatches<AttemptRecord, void>
   readonly #inFlight = new Set<Promise<void>>()
   /** Attempts in flight per endpoint. */
-  readonly #running: Record<string, number> = {}
+  readonly #running = new Map<string, number>()
   /** Endpoints resting after a failure, until then (performance.now()). */
   readonly #resting = new Map<string, number>()
   /** One per attempt in flight: stop() aborts what is left of them. */
@@ -148,7 +148,7 @@ export class DeliveryWorker {
         limit,
         leaseUntilMs: nowMs + timeoutMs + LEASE_MARGIN_MS,
         perEndpoint,
-        running: { ...this.#running },
+        running: Object.fromEntries(this.#running),
         resting: [...this.#resting.keys()],
       })
       for (const delivery of deliveries) this.#start(delivery)
@@ -161,12 +161,14 @@ export class DeliveryWorker {
 
   #start(delivery: ClaimedDelivery): void {
     const endpointId = delivery.endpoint_id
-    this.#running[endpointId] = (this.#running[endpointId] ?? 0) + 1
+    this.#running.set(endpointId, (this.#running.get(endpointId) ?? 0) + 1)
     const attempt: Promise<void> = this.#attempt(delivery)
       .catch((error: unknown) => this.#options.logger.warn({ err: error, endpointId }, 'webhook attempt could not be recorded'))
       .finally(() => {
         this.#inFlight.delete(attempt)
-        if (--(this.#running[endpointId] as number) === 0) delete this.#running[endpointId]
+        const left = (this.#running.get(endpointId) ?? 1) - 1
+        if (left === 0) this.#running.delete(endpointId)
+        else this.#running.set(endpointId, left)
         if (this.#backlogged && !this.#stopping && !this.#options.busy()) this.#claimSoon ??= setTimeout(() => {
           this.#claimSoon = undefined
           this.#periodic.wake()
