@@ -3,11 +3,14 @@ import http from 'node:http'
 import { after, before, describe, test } from 'node:test'
 import fc from 'fast-check'
 import { fixtureImages, item, listingBody } from './fixtures.js'
-import { Members, pathsOf, keyAt, nodeAt, pointerMisfit, Raw, removeAt, serialize, toNode, updateAt, type Node, type Path } from './fuzz-json.js'
+import { Members, pathsOf, keyAt, nodeAt, Raw, removeAt, serialize, toNode, updateAt, type Node, type Path } from './fuzz-json.js'
 import { parseJsonOrUndefined, startService, testDialects, type Response, type TestProvider, type TestService } from './helper.js'
-import { assertProblem, countItems, countListings } from './http-support.js'
+import { assertProblem } from './http-support.js'
 
 /**
+ * What the fuzz-*.test.ts files share: a client that sends bytes exactly as given, what may be sent, what every
+ * answer must be, and the frame each file's property runs in (fuzzEachDialect).
+ *
  * Property-based fuzzing of the API routes over real HTTP (one keep-alive connection) against a listening
  * service on a real database. Whatever is sent: never a 5xx; every non-2xx is a problem+json; a 400's pointers
  * point into the body that was sent (or at a missing member of it); nothing is stored unless the answer is 201,
@@ -18,14 +21,14 @@ import { assertProblem, countItems, countListings } from './http-support.js'
  * seed and the shrunk counterexample of any failure).
  */
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 2000)
-const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED)
-const POSTGRES_SHARE = 0.25
+export const RUNS = Number(process.env.FUZZ_RUNS ?? 2000)
+export const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED)
+export const POSTGRES_SHARE = 0.25
 
-const CREATE = '/api/v1/listing/create'
-const LIST = '/api/v1/listing'
-const BODY_LIMIT = 1024 * 1024
-const PROBLEM_TYPES_BY_STATUS: Record<number, string[]> = {
+export const CREATE = '/api/v1/listing/create'
+export const LIST = '/api/v1/listing'
+export const BODY_LIMIT = 1024 * 1024
+export const PROBLEM_TYPES_BY_STATUS: Record<number, string[]> = {
   400: ['invalid-request', 'image-unavailable'],
   409: ['conflict'],
   413: ['payload-too-large', 'image-too-large'],
@@ -40,7 +43,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
  * One request on the shared keep-alive connection. The answer counts even when the server answers before the
  * upload ends and then closes the connection (a body over the limit): the write then fails, the answer stands.
  */
-function send(baseUrl: string, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Response> {
+export function send(baseUrl: string, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Response> {
   return new Promise((resolve, reject) => {
     const request = http.request(new URL(path, baseUrl), { method, headers, agent })
     let answered = false
@@ -67,12 +70,12 @@ function send(baseUrl: string, method: string, path: string, headers: Record<str
 
 // ---- what may be sent -------------------------------------------------------------------------------------------
 
-const rawNumbers = [
+export const rawNumbers = [
   '1e308', '-1e308', '9007199254740993', '-0', '0.30000000000000004', '1e-320', '5e-324', '1e999', '-1e999',
   '1E+2', '0.0', '-0.0', '100000000000000000000000000000', '1.0000000000000000000001', '1000000000.001', '0.001',
 ] as const
 
-const edgeStrings = [
+export const edgeStrings = [
   'NaN', 'Infinity', '-Infinity', '1e999', '25', 'true', 'null', '', ' ', '\t\n\r', '\u0000', 'a\u0000b',
   '\uD800', '\uDFFF', 'x\uDBFFy', '\u200B', '\uFEFF', '\u202Eevil', '\u00A0', '\u3000', 'e\u0301', '👍🏽', '\u{10FFFF}',
   '\uFFFF', 'ﷺ', 'a'.repeat(200), 'a'.repeat(201), 'a'.repeat(255), 'a'.repeat(256), 'a'.repeat(2049), '~/', '..',
@@ -81,15 +84,15 @@ const edgeStrings = [
   'priority_timed', 'product', 'tax', 'vat', '__proto__', 'constructor',
 ] as const
 
-const specialKeys = [
+export const specialKeys = [
   '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '', '~', '/', '~1', '~0', 'a/b',
   '~01', ' ', 'items', 'price', '\u0000', '\uD800', 'ğ', '👍',
 ] as const
 
-const anyJson: fc.Arbitrary<Node> = fc.jsonValue({ maxDepth: 3 }).map(toNode)
+export const anyJson: fc.Arbitrary<Node> = fc.jsonValue({ maxDepth: 3 }).map(toNode)
 
 /** Values that are wrong somewhere and right elsewhere: every type, edge numbers and strings, deep and wide. */
-const hostileValue: fc.Arbitrary<Node> = fc.oneof(
+export const hostileValue: fc.Arbitrary<Node> = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom(...rawNumbers).map((text) => new Raw(text)) },
   { weight: 6, arbitrary: fc.constantFrom(...edgeStrings) },
   { weight: 4, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
@@ -120,13 +123,13 @@ const hostileValue: fc.Arbitrary<Node> = fc.oneof(
 )
 
 /** Fixture images that pass and fail each image check (contract §6): only the failures' pointers are named. */
-const imageUrl = fc.constantFrom(
+export const imageUrl = fc.constantFrom(
   ...['/tiny.png', '/tiny.jpg', '/tiny.gif', '/tiny.webp', '/redirect/2'],
   ...['/tiny.pdf', '/tiny.bmp', '/text/x.png', '/status/404', '/status/500', '/redirect/5', '/size/6000000'],
 ).map((path) => fixtureImages.url(path))
 
 /** Values right for the field named by `key` (most of the time), so that many mutated bodies still create. */
-function plausibleValue(key: string | undefined): fc.Arbitrary<Node> {
+export function plausibleValue(key: string | undefined): fc.Arbitrary<Node> {
   switch (key) {
     case 'ar':
     case 'en':
@@ -163,14 +166,14 @@ function plausibleValue(key: string | undefined): fc.Arbitrary<Node> {
   }
 }
 
-type Mutation =
+export type Mutation =
   | { kind: 'replace'; at: number; value: Node }
   | { kind: 'plausible'; at: number; seed: number }
   | { kind: 'remove'; at: number }
   | { kind: 'add'; at: number; key: string; value: Node }
   | { kind: 'image'; at: number; url: string }
 
-const mutation: fc.Arbitrary<Mutation> = fc.oneof(
+export const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('replace' as const), at: fc.nat(), value: hostileValue }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('plausible' as const), at: fc.nat(), seed: fc.integer() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('remove' as const), at: fc.nat() }) },
@@ -186,7 +189,7 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   },
 )
 
-function apply(root: Node, change: Mutation): Node {
+export function apply(root: Node, change: Mutation): Node {
   const paths = pathsOf(root)
   const path = paths[change.at % paths.length] as Path
   switch (change.kind) {
@@ -223,7 +226,7 @@ function apply(root: Node, change: Mutation): Node {
 }
 
 /** A valid body (1–3 items, some with images) and what was done to it. */
-const validBase = fc
+export const validBase = fc
   .record({ items: fc.integer({ min: 1, max: 3 }), itemImages: fc.boolean() })
   .map(({ items, itemImages }) => {
     const body = listingBody({ referenceId: REFERENCE_PLACEHOLDER }, items)
@@ -235,23 +238,23 @@ const validBase = fc
  * Replaced by a fresh value of the same length in every request, so that a case sent again (fast-check replays
  * cases while shrinking) is not answered as a replay or a conflict of its earlier self.
  */
-const REFERENCE_PLACEHOLDER = 'fuzz-reference-placeholder-0000000'
+export const REFERENCE_PLACEHOLDER = 'fuzz-reference-placeholder-0000000'
 let sentCount = 0
 
-function withFreshReference(bytes: Buffer): Buffer {
+export function withFreshReference(bytes: Buffer): Buffer {
   const fresh = Buffer.from(`fuzz-${String((sentCount += 1)).padStart(REFERENCE_PLACEHOLDER.length - 5, '0')}`)
   const copy = Buffer.from(bytes)
   for (let at = copy.indexOf(REFERENCE_PLACEHOLDER); at >= 0; at = copy.indexOf(REFERENCE_PLACEHOLDER, at + 1)) fresh.copy(copy, at)
   return copy
 }
 
-const invalidUtf8 = [[0xff], [0xc3, 0x28], [0xc0, 0xaf], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0x80]] as const
+export const invalidUtf8 = [[0xff], [0xc3, 0x28], [0xc0, 0xaf], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0x80]] as const
 
-type Body =
+export type Body =
   | { kind: 'tree'; tree: Node; mutations: number }
   | { kind: 'bytes'; bytes: Buffer }
 
-const body: fc.Arbitrary<Body> = fc.oneof(
+export const body: fc.Arbitrary<Body> = fc.oneof(
   // The valid body as it is: must create.
   { weight: 1, arbitrary: validBase.map((tree) => ({ kind: 'tree' as const, tree, mutations: 0 })) },
   {
@@ -291,15 +294,15 @@ const body: fc.Arbitrary<Body> = fc.oneof(
   },
 )
 
-const jsonTypes = ['application/json', 'application/json; charset=utf-8', 'Application/JSON;charset=UTF-8']
-const contentType = fc.oneof(
+export const jsonTypes = ['application/json', 'application/json; charset=utf-8', 'Application/JSON;charset=UTF-8']
+export const contentType = fc.oneof(
   { weight: 12, arbitrary: fc.constant('application/json') },
   { weight: 1, arbitrary: fc.constantFrom(...jsonTypes) },
   { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/json; charset=latin1', 'application/x-www-form-urlencoded', '') },
 )
 
 /** Discards any case that would make the service fetch from anywhere but this machine (none should, but never). */
-function onlyLocalUrls(document: unknown): boolean {
+export function onlyLocalUrls(document: unknown): boolean {
   // A loop, not recursion: documents nest thousands of levels deep.
   const pending = [document]
   while (pending.length > 0) {
@@ -315,7 +318,7 @@ function onlyLocalUrls(document: unknown): boolean {
 }
 
 /** JSON.parse's view of the bytes, as the service decodes them; undefined when they are not JSON in UTF-8. */
-function parsed(bytes: Buffer): { ok: true; value: unknown } | { ok: false } {
+export function parsed(bytes: Buffer): { ok: true; value: unknown } | { ok: false } {
   try {
     return { ok: true, value: JSON.parse(new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes)) }
   } catch {
@@ -326,7 +329,7 @@ function parsed(bytes: Buffer): { ok: true; value: unknown } | { ok: false } {
 // ---- PATCH bodies, If-Match and ids (contract §10) --------------------------------------------------------------
 
 /** A valid PATCH of the fuzzed listing (3 items), mutated by the same mutations as create bodies. */
-const validPatch: fc.Arbitrary<Node> = fc
+export const validPatch: fc.Arbitrary<Node> = fc
   .record({
     discountRate: fc.option(fc.constantFrom(0.1, 0.35, 0.5, 1), { nil: undefined }),
     items: fc.uniqueArray(
@@ -350,7 +353,7 @@ const validPatch: fc.Arbitrary<Node> = fc
   })
 
 /** Bodies around a valid one: itself, mutated by one to three mutations, any JSON, and `raw` texts. */
-function bodiesAround(valid: fc.Arbitrary<Node>, validWeight: number, raw: string[]): fc.Arbitrary<Body> {
+export function bodiesAround(valid: fc.Arbitrary<Node>, validWeight: number, raw: string[]): fc.Arbitrary<Body> {
   return fc.oneof(
     { weight: validWeight, arbitrary: valid.map((tree) => ({ kind: 'tree' as const, tree, mutations: 0 })) },
     {
@@ -366,7 +369,7 @@ function bodiesAround(valid: fc.Arbitrary<Node>, validWeight: number, raw: strin
   )
 }
 
-const patchBody = bodiesAround(validPatch, 3, [
+export const patchBody = bodiesAround(validPatch, 3, [
   '',
   'null',
   '{}',
@@ -380,7 +383,7 @@ const patchBody = bodiesAround(validPatch, 3, [
 // ---- webhook endpoint bodies (contract §11) ----------------------------------------------------------------------
 
 /** A valid endpoint body; its URL names hosts only (never contacted: no worker runs in the fuzz service). */
-const validEndpoint: fc.Arbitrary<Node> = fc
+export const validEndpoint: fc.Arbitrary<Node> = fc
   .record({
     url: fc.constantFrom('https://pos.example.com/hooks', 'http://hooks.example.net:8080/a?b=c', 'https://xn--mgbh0fb.example/ح'),
     events: fc.option(fc.uniqueArray(fc.constantFrom('listing.created', 'listing.updated', 'listing.withdrawn', 'listing.expired'), { minLength: 1 }), {
@@ -389,7 +392,7 @@ const validEndpoint: fc.Arbitrary<Node> = fc
   })
   .map(({ url, events }) => toNode(events === undefined ? { url } : { url, events }))
 
-const endpointBody = bodiesAround(validEndpoint, 2, [
+export const endpointBody = bodiesAround(validEndpoint, 2, [
   '',
   'null',
   '{}',
@@ -400,8 +403,8 @@ const endpointBody = bodiesAround(validEndpoint, 2, [
   '{"__proto__":{"polluted":1}}',
 ])
 
-type IfMatchCase = { kind: 'none' } | { kind: 'current' } | { kind: 'stale' } | { kind: 'any' } | { kind: 'raw'; value: string }
-const ifMatch: fc.Arbitrary<IfMatchCase> = fc.oneof(
+export type IfMatchCase = { kind: 'none' } | { kind: 'current' } | { kind: 'stale' } | { kind: 'any' } | { kind: 'raw'; value: string }
+export const ifMatch: fc.Arbitrary<IfMatchCase> = fc.oneof(
   { weight: 6, arbitrary: fc.constant({ kind: 'none' as const }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'current' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'stale' as const }) },
@@ -415,7 +418,7 @@ const ifMatch: fc.Arbitrary<IfMatchCase> = fc.oneof(
 )
 
 /** The listing the fuzzed PATCH should leave, from the one before and the body a 200 accepted. */
-function patched(before: any, body: any): any {
+export function patched(before: any, body: any): any {
   const expected = structuredClone(before)
   if (body.listingDetails?.discountRate !== undefined) expected.listingDetails.discountRate = body.listingDetails.discountRate
   for (const change of body.items ?? []) {
@@ -430,7 +433,7 @@ function patched(before: any, body: any): any {
 }
 
 /** Path segments of every shape, where a listing id goes. */
-const idSegment = fc.oneof(
+export const idSegment = fc.oneof(
   fc.stringMatching(/^[0-9A-Z]{26}$/),
   fc.stringMatching(/^[0-9A-Za-z]{0,40}$/),
   fc.string({ unit: 'grapheme', maxLength: 30 }).map(encodeURIComponent),
@@ -440,7 +443,7 @@ const idSegment = fc.oneof(
 // ---- what every answer must be ---------------------------------------------------------------------------------
 
 /** Any non-2xx: a problem of a type that belongs to its status (assertProblem checks the rest of contract §4). */
-function assertIsProblem(response: Response): any {
+export function assertIsProblem(response: Response): any {
   const context = `${response.status} ${response.text.slice(0, 300)}`
   assert.ok(response.status < 500, `a 5xx: ${context}`)
   const type = String(response.body?.type ?? '').replace(/^\/problems\//, '')
@@ -448,295 +451,74 @@ function assertIsProblem(response: Response): any {
   return assertProblem(response, response.status, type)
 }
 
-const prototypeNames = Object.getOwnPropertyNames(Object.prototype).sort()
+export const prototypeNames = Object.getOwnPropertyNames(Object.prototype).sort()
 
-function assertNoPollution(): void {
+export function assertNoPollution(): void {
   assert.deepEqual(Object.getOwnPropertyNames(Object.prototype).sort(), prototypeNames, 'Object.prototype changed')
   const empty: Record<string, unknown> = {}
   for (const key in empty) assert.fail(`({}) has an enumerable key ${key}`)
   assert.equal(empty.polluted, undefined)
 }
 
-// ---- the properties ---------------------------------------------------------------------------------------------
+// ---- the frame of each file's property -----------------------------------------------------------------------
 
-for (const dialect of await testDialects()) {
-  const runs = dialect === 'sqlite' ? RUNS : Math.max(1, Math.round(RUNS * POSTGRES_SHARE))
-  const settings = { numRuns: runs, seed: SEED, includeErrorInReport: true }
+export interface Fuzz {
+  service: TestService
+  provider: TestProvider
+  runs: number
+  settings: { numRuns: number; seed: number | undefined; includeErrorInReport: boolean }
+  post: (bytes: Buffer, type: string) => Promise<Response>
+  get: (path: string) => Promise<Response>
+}
 
-  describe(`fuzz [${dialect}]`, () => {
-    const service = {} as TestService
-    let provider: TestProvider
-    const post = (bytes: Buffer, type: string) =>
-      send(service.baseUrl, 'POST', CREATE, {
-        authorization: `Bearer ${provider.token}`,
-        ...(type === '' ? {} : { 'content-type': type }),
-        'content-length': String(bytes.length),
-      }, bytes)
-    const get = (path: string) => send(service.baseUrl, 'GET', path, { authorization: `Bearer ${provider.token}` })
+/**
+ * `define`'s tests on each database, against one listening service with one provider; then a last test: nothing
+ * reached Object.prototype, and valid requests still behave.
+ */
+export async function fuzzEachDialect(name: string, define: (fuzz: Fuzz) => void): Promise<void> {
+  for (const dialect of await testDialects()) {
+    const runs = dialect === 'sqlite' ? RUNS : Math.max(1, Math.round(RUNS * POSTGRES_SHARE))
+    const settings = { numRuns: runs, seed: SEED, includeErrorInReport: true }
 
-    before(async () => {
-      Object.assign(service, await startService(dialect, { env: { RATE_LIMIT_PER_MINUTE: '0' } }))
-      provider = await service.newProvider()
+    describe(`fuzz ${name} [${dialect}]`, () => {
+      const service = {} as TestService
+      const provider = {} as TestProvider
+      const post = (bytes: Buffer, type: string) =>
+        send(service.baseUrl, 'POST', CREATE, {
+          authorization: `Bearer ${provider.token}`,
+          ...(type === '' ? {} : { 'content-type': type }),
+          'content-length': String(bytes.length),
+        }, bytes)
+      const get = (path: string) => send(service.baseUrl, 'GET', path, { authorization: `Bearer ${provider.token}` })
+
+      before(async () => {
+        Object.assign(service, await startService(dialect, { env: { RATE_LIMIT_PER_MINUTE: '0' } }))
+        Object.assign(provider, await service.newProvider())
+      })
+      after(async () => {
+        agent.destroy()
+        await service.close()
+      })
+
+      define({ service, provider, runs, settings, post, get })
+
+      test('afterwards: no key reached Object.prototype, and valid requests still behave', async () => {
+        assertNoPollution()
+        const body = listingBody()
+        const response = await post(Buffer.from(JSON.stringify(body)), 'application/json')
+        assert.equal(response.status, 201, response.text)
+        const page = await get(`${LIST}?limit=1`)
+        assert.equal(page.status, 200, page.text)
+        assert.equal(page.body.content[0].referenceId, body.referenceId)
+        const prototypeOfPage = Object.getPrototypeOf(page.body)
+        assert.equal(prototypeOfPage, Object.prototype)
+      })
     })
-    after(async () => {
-      agent.destroy()
-      await service.close?.()
-    })
-
-    test(`create: ${runs} random and mutated bodies; never a 5xx, pointers resolve, only a 201 stores, exactly`, async () => {
-      let created = 0
-      let stored: [number, number] = [await countListings(service), await countItems(service)]
-      await fc.assert(
-        fc.asyncProperty(body, contentType, async (sent, type) => {
-          const bytes = withFreshReference(sent.kind === 'tree' ? Buffer.from(serialize(sent.tree)) : sent.bytes)
-          // Over the limit, the service never reads the body: there is nothing to parse or check.
-          const view = bytes.length > BODY_LIMIT ? { ok: false as const } : parsed(bytes)
-          fc.pre(!view.ok || onlyLocalUrls(view.value))
-          // One millisecond per case: the newest listing is always the one just created (list order, §7).
-          service.clock.now += 1
-          // Counted after each case; nothing else writes to this database meanwhile.
-          const [listingsBefore, itemsBefore] = stored
-          const response = await post(bytes, type)
-          const [listingsAfter, itemsAfter] = (stored = [await countListings(service), await countItems(service)])
-          const context = `${response.status} ${response.text.slice(0, 300)}`
-          assertNoPollution()
-
-          if (response.status === 201) {
-            created += 1
-            assert.ok(view.ok, `a body that is not JSON in UTF-8 was stored: ${context}`)
-            await assertReadsBack(view.ok ? view.value : undefined, response.body, get)
-            const items = (view as { value: { items: unknown[] } }).value.items.length
-            assert.deepEqual([listingsAfter - listingsBefore, itemsAfter - itemsBefore], [1, items], context)
-            return
-          }
-          assert.deepEqual([listingsAfter, itemsAfter], [listingsBefore, itemsBefore], `stored on ${context}`)
-          if (response.status === 200) {
-            assert.equal(response.body?.success, true, context)
-            return
-          }
-          const problem = assertIsProblem(response)
-          const isJsonType = /^application\/json\s*(;\s*charset=utf-8)?$/i.test(type)
-          if (!isJsonType) {
-            // No body and no Content-Type is a missing body (400), not a body of the wrong type; a body both too
-            // large and of the wrong type may be refused for either.
-            const refusals = ['/problems/unsupported-media-type', ...(bytes.length > BODY_LIMIT ? ['/problems/payload-too-large'] : [])]
-            if (bytes.length > 0 || type !== '') assert.ok(refusals.includes(problem.type), context)
-            return
-          }
-          if (bytes.length > BODY_LIMIT) {
-            assert.equal(problem.type, '/problems/payload-too-large', context)
-            return
-          }
-          assert.notEqual(problem.type, '/problems/payload-too-large', context)
-          if (sent.kind === 'tree' && sent.mutations === 0) assert.fail(`a valid body was refused: ${context}`)
-          if (!view.ok) {
-            assert.equal(problem.type, '/problems/invalid-request', context)
-            assert.deepEqual(
-              problem.errors.map((error: { pointer: string }) => error.pointer),
-              [''],
-              `not JSON in UTF-8, so the pointer is "": ${context}`,
-            )
-            return
-          }
-          for (const error of problem.errors ?? []) {
-            const misfit = pointerMisfit(error.pointer, view.value)
-            assert.equal(misfit, undefined, `${misfit}: ${context}`)
-          }
-        }),
-        settings,
-      )
-      // The generator must reach the store, or "only a 201 stores" proves nothing.
-      if (runs >= 200) assert.ok(created >= runs / 20, `only ${created} of ${runs} cases created a listing`)
-    })
-
-    test(`list: ${runs} random query strings; 400 names a parameter sent, 200 only for a valid query`, async () => {
-      await fc.assert(
-        fc.asyncProperty(queryString, async (query) => {
-          const response = await get(`${LIST}${query.text}`)
-          const context = `${query.text} → ${response.status} ${response.text.slice(0, 300)}`
-          assertNoPollution()
-          if (response.status === 200) {
-            assert.notEqual(query.valid, false, `a query that is not valid was answered: ${context}`)
-            assert.ok(Array.isArray(response.body?.content), context)
-            assert.ok(Number.isInteger(response.body.recordCount) && response.body.recordCount >= 0, context)
-            assert.ok(response.body.content.length <= 50, context)
-            return
-          }
-          const problem = assertIsProblem(response)
-          assert.equal(response.status, 400, context)
-          assert.notEqual(query.valid, true, `a valid query was refused: ${context}`)
-          assert.ok(problem.errors.length > 0, context)
-          for (const error of problem.errors) {
-            assert.equal(error.pointer, undefined, context)
-            assert.ok(query.names === undefined || query.names.includes(error.parameter), `${error.parameter} was not sent: ${context}`)
-          }
-        }),
-        settings,
-      )
-    })
-
-    test(`patch: ${runs} random and mutated bodies with If-Match; never a 5xx, nothing changes but on a 200, exactly`, async () => {
-      const target = await service.create(provider.token, listingBody({}, 3))
-      assert.equal(target.status, 201, target.text)
-      const path = `/api/v1/listing/${target.body.listingId}`
-      const read = async () => {
-        const response = await get(path)
-        assert.equal(response.status, 200, response.text)
-        return response.body
-      }
-      let current = await read()
-      let applied = 0
-      await fc.assert(
-        fc.asyncProperty(patchBody, contentType, ifMatch, async (sent, type, condition) => {
-          const bytes = sent.kind === 'tree' ? Buffer.from(serialize(sent.tree)) : sent.bytes
-          const view = bytes.length > BODY_LIMIT ? { ok: false as const } : parsed(bytes)
-          service.clock.now += 1
-          const headers: Record<string, string> = {
-            authorization: `Bearer ${provider.token}`,
-            ...(type === '' ? {} : { 'content-type': type }),
-            'content-length': String(bytes.length),
-          }
-          const tag = { none: undefined, current: `"${current.version}"`, stale: `"${current.version - 1}"`, any: '*', raw: undefined }[condition.kind]
-          if (tag !== undefined) headers['if-match'] = tag
-          if (condition.kind === 'raw') headers['if-match'] = condition.value
-          const before = current
-          const response = await send(service.baseUrl, 'PATCH', path, headers, bytes)
-          const context = `${condition.kind} ${headers['if-match'] ?? ''} → ${response.status} ${response.text.slice(0, 300)}`
-          assertNoPollution()
-          current = await read()
-          if (response.status === 200) {
-            applied += 1
-            assert.ok(view.ok, context)
-            assert.notEqual(condition.kind, 'stale', context)
-            const { expected, changed } = patched(before, view.ok ? view.value : undefined)
-            assert.equal(response.headers.get('etag'), `"${expected.version}"`, context)
-            assert.deepEqual({ ...response.body, updatedAt: undefined }, { ...expected, updatedAt: undefined }, context)
-            assert.equal(response.body.updatedAt, changed ? new Date(service.clock.now).toISOString() : before.updatedAt, context)
-            assert.deepEqual(current, response.body, context)
-            return
-          }
-          assert.deepEqual(current, before, `changed on ${context}`)
-          assert.ok(response.status < 500, `a 5xx: ${context}`)
-          const types: Record<number, string[]> = { 400: ['invalid-request'], 412: ['precondition-failed'], 413: ['payload-too-large'], 415: ['unsupported-media-type'] }
-          const problemType = String(response.body?.type ?? '').replace(/^\/problems\//, '')
-          assert.ok((types[response.status] ?? []).includes(problemType), `unexpected: ${context}`)
-          const problem = assertProblem(response, response.status, problemType)
-          if (response.status === 412) assert.ok(['stale', 'raw'].includes(condition.kind), context)
-          if (response.status === 400 && view.ok) {
-            for (const error of problem.errors ?? []) {
-              if (error.header !== undefined) {
-                assert.equal(error.header, 'If-Match', context)
-                assert.equal(condition.kind, 'raw', context)
-                continue
-              }
-              const misfit = pointerMisfit(error.pointer, view.value)
-              assert.equal(misfit, undefined, `${misfit}: ${context}`)
-            }
-          }
-          if (sent.kind === 'tree' && sent.mutations === 0 && /^application\/json$/.test(type) && condition.kind !== 'raw') {
-            assert.ok(condition.kind === 'stale' && response.status === 412, `a valid PATCH was refused: ${context}`)
-          }
-        }),
-        settings,
-      )
-      if (runs >= 200) assert.ok(applied >= runs / 20, `only ${applied} of ${runs} PATCHes were applied`)
-    })
-
-    test(`ids: ${runs} path segments of every shape on GET, PATCH and withdraw; a 404 or 400, never a 5xx, nothing changes`, async () => {
-      const count = await countListings(service)
-      await fc.assert(
-        fc.asyncProperty(idSegment, fc.constantFrom('GET', 'PATCH', 'POST'), async (segment, method) => {
-          const path = method === 'POST' ? `/api/v1/listing/${segment}/withdraw` : `/api/v1/listing/${segment}`
-          const body = method === 'PATCH' ? Buffer.from('{"items":[{"position":0,"quantity":1}]}') : undefined
-          const headers: Record<string, string> = { authorization: `Bearer ${provider.token}` }
-          if (body) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(body.length) })
-          const response = await send(service.baseUrl, method, path, headers, body)
-          const context = `${method} ${path.slice(0, 120)} → ${response.status} ${response.text.slice(0, 200)}`
-          // `create` names the create route: any other method there is 405.
-          const expected = segment === 'create' && method !== 'POST' ? [405] : [400, 404]
-          assert.ok(expected.includes(response.status), context)
-          const type = response.status === 404 ? 'not-found' : response.status === 405 ? 'method-not-allowed' : 'invalid-request'
-          assertProblem(response, response.status, type)
-        }),
-        settings,
-      )
-      assert.equal(await countListings(service), count)
-    })
-
-    test(`webhooks: ${runs} random and mutated endpoint bodies; never a 5xx, pointers resolve, only a 201 creates one`, async () => {
-      let created = 0
-      await fc.assert(
-        fc.asyncProperty(endpointBody, contentType, async (sent, type) => {
-          const bytes = sent.kind === 'tree' ? Buffer.from(serialize(sent.tree)) : sent.bytes
-          const view = bytes.length > BODY_LIMIT ? { ok: false as const } : parsed(bytes)
-          const headers: Record<string, string> = { authorization: `Bearer ${provider.token}`, 'content-length': String(bytes.length) }
-          if (type !== '') headers['content-type'] = type
-          const response = await send(service.baseUrl, 'POST', '/api/v1/webhooks', headers, bytes)
-          const context = `${bytes.toString('utf8').slice(0, 200)} (${type}) → ${response.status} ${response.text.slice(0, 300)}`
-          assertNoPollution()
-          const listed = await get('/api/v1/webhooks')
-          if (response.status === 201) {
-            created += 1
-            assert.ok(view.ok, context)
-            assert.match(response.body.secret, /^whsec_/, context)
-            assert.deepEqual(listed.body.data.map((one: { id: string }) => one.id), [response.body.id], context)
-            const deleted = await send(service.baseUrl, 'DELETE', `/api/v1/webhooks/${response.body.id}`, { authorization: `Bearer ${provider.token}` })
-            assert.equal(deleted.status, 204, context)
-            return
-          }
-          assert.deepEqual(listed.body.data, [], context)
-          const problem = assertIsProblem(response)
-          if (response.status !== 400 || !view.ok) return
-          for (const error of problem.errors ?? []) {
-            const misfit = pointerMisfit(error.pointer, view.value)
-            assert.equal(misfit, undefined, `${misfit}: ${context}`)
-          }
-        }),
-        settings,
-      )
-      if (runs >= 200) assert.ok(created >= runs / 20, `only ${created} of ${runs} cases created an endpoint`)
-    })
-
-    test(`discover: ${runs} random query strings; 200 only for a valid one, a 400 names exactly the bad parameters`, async () => {
-      const marketplace = await service.newMarketplace()
-      const here = { latitude: 24.7136, longitude: 46.6753 }
-      assert.equal((await service.create(provider.token, listingBody({ location: here }))).status, 201)
-      await fc.assert(
-        fc.asyncProperty(discoverQuery, async (query) => {
-          const response = await send(service.baseUrl, 'GET', `/api/v1/discover?${query.text}`, { authorization: `Bearer ${marketplace.token}` })
-          const context = `${query.text} → ${response.status} ${response.text.slice(0, 300)}`
-          assertNoPollution()
-          if (response.status === 200) {
-            assert.deepEqual(query.bad, [], `a query with bad parameters was answered: ${context}`)
-            assert.ok(Array.isArray(response.body?.data) && response.body.data.length <= 50, context)
-            return
-          }
-          const problem = assertIsProblem(response)
-          assert.equal(response.status, 400, context)
-          const named = [...new Set<string>(problem.errors.map((error: any) => error.parameter))].sort()
-          assert.deepEqual(named, query.bad.length > 0 ? query.bad : ['cursor'], context)
-          if (query.bad.length === 0) assert.ok(query.foreignCursor, `a valid query was refused: ${context}`)
-        }),
-        settings,
-      )
-    })
-
-    test('afterwards: no key reached Object.prototype, and valid requests still behave', async () => {
-      assertNoPollution()
-      const body = listingBody()
-      const response = await post(Buffer.from(JSON.stringify(body)), 'application/json')
-      assert.equal(response.status, 201, response.text)
-      const page = await get(`${LIST}?limit=1`)
-      assert.equal(page.status, 200, page.text)
-      assert.equal(page.body.content[0].referenceId, body.referenceId)
-      const prototypeOfPage = Object.getPrototypeOf(page.body)
-      assert.equal(prototypeOfPage, Object.prototype)
-    })
-  })
+  }
 }
 
 /** A 201's listing, read back through the list route, is exactly what was sent (contract §5, §7). */
-async function assertReadsBack(sent: any, answer: any, get: (path: string) => Promise<Response>): Promise<void> {
+export async function assertReadsBack(sent: any, answer: any, get: (path: string) => Promise<Response>): Promise<void> {
   assert.equal(answer?.success, true)
   const page = await get(`${LIST}?limit=1`)
   assert.equal(page.status, 200, page.text)
@@ -764,19 +546,19 @@ async function assertReadsBack(sent: any, answer: any, get: (path: string) => Pr
  * A query string and what is known of it: `names` (decoded) when every name's decoding is certain, `valid` when
  * the contract decides the answer (true → 200, false → 400) and undefined when it does not.
  */
-interface Query {
+export interface Query {
   text: string
   names: string[] | undefined
   valid: boolean | undefined
 }
 
-interface Pair {
+export interface Pair {
   raw: string
   name: string | undefined
   value: { raw: string; ok: 'page' | 'limit' | 'both' | 'none' | 'unknown' }
 }
 
-const name = fc.oneof(
+export const name = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom(['page', 'page'], ['limit', 'limit'], ['%70age', 'page'], ['l%69mit', 'limit']) },
   {
     weight: 2,
@@ -789,8 +571,8 @@ const name = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(['%ZZ', undefined], ['%', undefined], ['%E2%82', undefined], ['', undefined]) },
 )
 
-const digits = (min: number, max: number) => fc.integer({ min, max }).map(String)
-const value = fc.oneof(
+export const digits = (min: number, max: number) => fc.integer({ min, max }).map(String)
+export const value = fc.oneof(
   { weight: 4, arbitrary: digits(1, 50).map((raw) => ({ raw, ok: 'both' as const })) },
   { weight: 2, arbitrary: digits(51, 100_000).map((raw) => ({ raw, ok: 'page' as const })) },
   {
@@ -806,7 +588,7 @@ const value = fc.oneof(
   { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9._~!$'()*,;:@/?-]{0,12}$/).map((raw) => ({ raw, ok: 'unknown' as const })) },
 )
 
-const pair: fc.Arbitrary<Pair> = fc
+export const pair: fc.Arbitrary<Pair> = fc
   .tuple(name, value, fc.boolean())
   .map(([[rawName, decoded], v, withEquals]) => ({
     raw: withEquals || v.raw !== '' ? `${rawName}=${v.raw}` : rawName,
@@ -814,7 +596,7 @@ const pair: fc.Arbitrary<Pair> = fc
     value: v,
   }))
 
-const queryString: fc.Arbitrary<Query> = fc
+export const queryString: fc.Arbitrary<Query> = fc
   .tuple(fc.array(pair, { maxLength: 5 }), fc.constantFrom('?', '?&', ''), fc.constantFrom('&', '&&'))
   .map(([pairs, start, separator]) => {
     const text = pairs.length === 0 ? start.replace('&', '') : `?${start.slice(1)}${pairs.map((p) => p.raw).join(separator)}`
@@ -836,8 +618,8 @@ const queryString: fc.Arbitrary<Query> = fc
 // ---- discovery's query strings (contract §12) ------------------------------------------------------------------
 
 /** A number as the API reads one in a query (JSON's notation); undefined when it is not one. */
-const numberIn = (text: string) => (/^-?\d{1,20}(\.\d{1,30})?([eE][+-]?\d{1,3})?$/.test(text) ? Number(text) : undefined)
-const within = (lo: number, hi: number) => (text: string) => {
+export const numberIn = (text: string) => (/^-?\d{1,20}(\.\d{1,30})?([eE][+-]?\d{1,3})?$/.test(text) ? Number(text) : undefined)
+export const within = (lo: number, hi: number) => (text: string) => {
   const n = numberIn(text)
   return n !== undefined && n >= lo && n <= hi
 }
@@ -846,10 +628,10 @@ const within = (lo: number, hi: number) => (text: string) => {
  * A cursor of the right shape (payload, dot, signature) that the service did not issue: refused (naming cursor)
  * only when all else is valid, since only then is its signature checked.
  */
-const FOREIGN_CURSOR = `${Buffer.from(JSON.stringify({ q: 'AAAAAAAAAAAAAAAA', k: 12.5, id: '01M7YQ1WE0XK8J4Q2ZB5N6C7D8' })).toString('base64url')}.${'A'.repeat(22)}`
+export const FOREIGN_CURSOR = `${Buffer.from(JSON.stringify({ q: 'AAAAAAAAAAAAAAAA', k: 12.5, id: '01M7YQ1WE0XK8J4Q2ZB5N6C7D8' })).toString('base64url')}.${'A'.repeat(22)}`
 
 /** Whether a single value of each known parameter is valid (contract §12, §7). */
-const discoverParameters: Record<string, (value: string) => boolean> = {
+export const discoverParameters: Record<string, (value: string) => boolean> = {
   latitude: within(-90, 90),
   longitude: within(-180, 180),
   radiusKm: (text) => within(0, 50)(text) && (numberIn(text) as number) > 0,
@@ -859,7 +641,7 @@ const discoverParameters: Record<string, (value: string) => boolean> = {
   cursor: (text) => text === FOREIGN_CURSOR,
 }
 
-const discoverValue = fc.oneof(
+export const discoverValue = fc.oneof(
   { weight: 3, arbitrary: fc.double({ min: -400, max: 400, noNaN: true }).map(String) },
   { weight: 2, arbitrary: fc.double({ min: 0, max: 60, noNaN: true }).map((n) => n.toFixed(3)) },
   { weight: 2, arbitrary: fc.integer({ min: -5, max: 60 }).map(String) },
@@ -873,19 +655,19 @@ const discoverValue = fc.oneof(
   },
 )
 
-const discoverName = fc.oneof(
+export const discoverName = fc.oneof(
   { weight: 8, arbitrary: fc.constantFrom(...Object.keys(discoverParameters)) },
   { weight: 1, arbitrary: fc.constantFrom('page', 'lat', 'Latitude', 'radius', 'offset', '__proto__', 'constructor', 'toString') },
 )
 
-interface DiscoverQueryCase {
+export interface DiscoverQueryCase {
   text: string
   /** The parameters a 400 must name, sorted; empty when the query is valid. */
   bad: string[]
   foreignCursor: boolean
 }
 
-const discoverQuery: fc.Arbitrary<DiscoverQueryCase> = fc
+export const discoverQuery: fc.Arbitrary<DiscoverQueryCase> = fc
   .tuple(
     fc.array(fc.tuple(discoverName, discoverValue), { maxLength: 9 }),
     fc.boolean(),
