@@ -3,7 +3,18 @@ import { test } from 'node:test'
 import fc from 'fast-check'
 import { pointerMisfit, serialize } from './fuzz-json.js'
 import { countItems, countListings } from './http-support.js'
-import { BODY_LIMIT, assertIsProblem, assertNoPollution, assertReadsBack, body, contentType, fuzzEachDialect, onlyLocalUrls, parsed, withFreshReference } from './fuzz-support.js'
+import {
+  BODY_LIMIT,
+  assertIsProblem,
+  assertNoPollution,
+  assertReadsBack,
+  body,
+  contentType,
+  fuzzEachDialect,
+  onlyLocalUrls,
+  parsed,
+  withFreshReference,
+} from './fuzz-support.js'
 
 // Fuzzing POST /api/v1/listing/create with random and mutated bodies and Content-Types: see fuzz-support.ts for what every answer must be.
 

@@ -51,7 +51,12 @@ await fuzzEachDialect('patch', ({ service, provider, runs, settings, get }) => {
         }
         assert.deepEqual(current, before, `changed on ${context}`)
         assert.ok(response.status < 500, `a 5xx: ${context}`)
-        const types: Record<number, string[]> = { 400: ['invalid-request'], 412: ['precondition-failed'], 413: ['payload-too-large'], 415: ['unsupported-media-type'] }
+        const types: Record<number, string[]> = {
+          400: ['invalid-request'],
+          412: ['precondition-failed'],
+          413: ['payload-too-large'],
+          415: ['unsupported-media-type'],
+        }
         const problemType = String(response.body?.type ?? '').replace(/^\/problems\//, '')
         assert.ok((types[response.status] ?? []).includes(problemType), `unexpected: ${context}`)
         const problem = assertProblem(response, response.status, problemType)

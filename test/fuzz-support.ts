@@ -71,22 +71,95 @@ export function send(baseUrl: string, method: string, path: string, headers: Rec
 // ---- what may be sent -------------------------------------------------------------------------------------------
 
 export const rawNumbers = [
-  '1e308', '-1e308', '9007199254740993', '-0', '0.30000000000000004', '1e-320', '5e-324', '1e999', '-1e999',
-  '1E+2', '0.0', '-0.0', '100000000000000000000000000000', '1.0000000000000000000001', '1000000000.001', '0.001',
+  '1e308',
+  '-1e308',
+  '9007199254740993',
+  '-0',
+  '0.30000000000000004',
+  '1e-320',
+  '5e-324',
+  '1e999',
+  '-1e999',
+  '1E+2',
+  '0.0',
+  '-0.0',
+  '100000000000000000000000000000',
+  '1.0000000000000000000001',
+  '1000000000.001',
+  '0.001',
 ] as const
 
 export const edgeStrings = [
-  'NaN', 'Infinity', '-Infinity', '1e999', '25', 'true', 'null', '', ' ', '\t\n\r', '\u0000', 'a\u0000b',
-  '\uD800', '\uDFFF', 'x\uDBFFy', '\u200B', '\uFEFF', '\u202Eevil', '\u00A0', '\u3000', 'e\u0301', '👍🏽', '\u{10FFFF}',
-  '\uFFFF', 'ﷺ', 'a'.repeat(200), 'a'.repeat(201), 'a'.repeat(255), 'a'.repeat(256), 'a'.repeat(2049), '~/', '..',
-  'javascript:alert(1)', 'ftp://127.0.0.1/x.png', 'http://', 'http://user:pw@127.0.0.1/x.png', 'http://127.0.0.1:1/x.png',
-  fixtureImages.url('/tiny.pdf'), fixtureImages.url('/status/404'), fixtureImages.url('/tiny.jpg'), 'timed',
-  'priority_timed', 'product', 'tax', 'vat', '__proto__', 'constructor',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '1e999',
+  '25',
+  'true',
+  'null',
+  '',
+  ' ',
+  '\t\n\r',
+  '\u0000',
+  'a\u0000b',
+  '\uD800',
+  '\uDFFF',
+  'x\uDBFFy',
+  '\u200B',
+  '\uFEFF',
+  '\u202Eevil',
+  '\u00A0',
+  '\u3000',
+  'e\u0301',
+  '👍🏽',
+  '\u{10FFFF}',
+  '\uFFFF',
+  'ﷺ',
+  'a'.repeat(200),
+  'a'.repeat(201),
+  'a'.repeat(255),
+  'a'.repeat(256),
+  'a'.repeat(2049),
+  '~/',
+  '..',
+  'javascript:alert(1)',
+  'ftp://127.0.0.1/x.png',
+  'http://',
+  'http://user:pw@127.0.0.1/x.png',
+  'http://127.0.0.1:1/x.png',
+  fixtureImages.url('/tiny.pdf'),
+  fixtureImages.url('/status/404'),
+  fixtureImages.url('/tiny.jpg'),
+  'timed',
+  'priority_timed',
+  'product',
+  'tax',
+  'vat',
+  '__proto__',
+  'constructor',
 ] as const
 
 export const specialKeys = [
-  '__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '', '~', '/', '~1', '~0', 'a/b',
-  '~01', ' ', 'items', 'price', '\u0000', '\uD800', 'ğ', '👍',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '',
+  '~',
+  '/',
+  '~1',
+  '~0',
+  'a/b',
+  '~01',
+  ' ',
+  'items',
+  'price',
+  '\u0000',
+  '\uD800',
+  'ğ',
+  '👍',
 ] as const
 
 export const anyJson: fc.Arbitrary<Node> = fc.jsonValue({ maxDepth: 3 }).map(toNode)
@@ -123,10 +196,12 @@ export const hostileValue: fc.Arbitrary<Node> = fc.oneof(
 )
 
 /** Fixture images that pass and fail each image check (contract §6): only the failures' pointers are named. */
-export const imageUrl = fc.constantFrom(
-  ...['/tiny.png', '/tiny.jpg', '/tiny.gif', '/tiny.webp', '/redirect/2'],
-  ...['/tiny.pdf', '/tiny.bmp', '/text/x.png', '/status/404', '/status/500', '/redirect/5', '/size/6000000'],
-).map((path) => fixtureImages.url(path))
+export const imageUrl = fc
+  .constantFrom(
+    ...['/tiny.png', '/tiny.jpg', '/tiny.gif', '/tiny.webp', '/redirect/2'],
+    ...['/tiny.pdf', '/tiny.bmp', '/text/x.png', '/status/404', '/status/500', '/redirect/5', '/size/6000000'],
+  )
+  .map((path) => fixtureImages.url(path))
 
 /** Values right for the field named by `key` (most of the time), so that many mutated bodies still create. */
 export function plausibleValue(key: string | undefined): fc.Arbitrary<Node> {
@@ -137,7 +212,10 @@ export function plausibleValue(key: string | undefined): fc.Arbitrary<Node> {
     case 'referenceId':
       return fc.string({ unit: 'grapheme', minLength: 1, maxLength: 80 })
     case 'price':
-      return fc.oneof(fc.integer({ min: 1000, max: 1_000_000_000_000 }).map((thousandths) => thousandths / 1000), fc.double({ min: 1, max: 1e9, noNaN: true }))
+      return fc.oneof(
+        fc.integer({ min: 1000, max: 1_000_000_000_000 }).map((thousandths) => thousandths / 1000),
+        fc.double({ min: 1, max: 1e9, noNaN: true }),
+      )
     case 'quantity':
       return fc.integer({ min: 1, max: 1_000_000 })
     case 'latitude':
@@ -211,9 +289,7 @@ export function apply(root: Node, change: Mutation): Node {
       if (owners.length === 0) return root
       const owner = owners[change.at % owners.length] as Path
       return updateAt(root, owner, (node) =>
-        node instanceof Members
-          ? new Members([...node.members.filter(([key]) => key !== 'imageUrl'), ['imageUrl', change.url]])
-          : node,
+        node instanceof Members ? new Members([...node.members.filter(([key]) => key !== 'imageUrl'), ['imageUrl', change.url]]) : node,
       )
     }
     case 'add': {
@@ -226,13 +302,11 @@ export function apply(root: Node, change: Mutation): Node {
 }
 
 /** A valid body (1–3 items, some with images) and what was done to it. */
-export const validBase = fc
-  .record({ items: fc.integer({ min: 1, max: 3 }), itemImages: fc.boolean() })
-  .map(({ items, itemImages }) => {
-    const body = listingBody({ referenceId: REFERENCE_PLACEHOLDER }, items)
-    if (itemImages) body.items[0].imageUrl = fixtureImages.url(`/tiny.jpg`)
-    return toNode(body)
-  })
+export const validBase = fc.record({ items: fc.integer({ min: 1, max: 3 }), itemImages: fc.boolean() }).map(({ items, itemImages }) => {
+  const body = listingBody({ referenceId: REFERENCE_PLACEHOLDER }, items)
+  if (itemImages) body.items[0].imageUrl = fixtureImages.url(`/tiny.jpg`)
+  return toNode(body)
+})
 
 /**
  * Replaced by a fresh value of the same length in every request, so that a case sent again (fast-check replays
@@ -250,9 +324,7 @@ export function withFreshReference(bytes: Buffer): Buffer {
 
 export const invalidUtf8 = [[0xff], [0xc3, 0x28], [0xc0, 0xaf], [0xe2, 0x82], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0x80]] as const
 
-export type Body =
-  | { kind: 'tree'; tree: Node; mutations: number }
-  | { kind: 'bytes'; bytes: Buffer }
+export type Body = { kind: 'tree'; tree: Node; mutations: number } | { kind: 'bytes'; bytes: Buffer }
 
 export const body: fc.Arbitrary<Body> = fc.oneof(
   // The valid body as it is: must create.
@@ -484,11 +556,17 @@ export async function fuzzEachDialect(name: string, define: (fuzz: Fuzz) => void
       const service = {} as TestService
       const provider = {} as TestProvider
       const post = (bytes: Buffer, type: string) =>
-        send(service.baseUrl, 'POST', CREATE, {
-          authorization: `Bearer ${provider.token}`,
-          ...(type === '' ? {} : { 'content-type': type }),
-          'content-length': String(bytes.length),
-        }, bytes)
+        send(
+          service.baseUrl,
+          'POST',
+          CREATE,
+          {
+            authorization: `Bearer ${provider.token}`,
+            ...(type === '' ? {} : { 'content-type': type }),
+            'content-length': String(bytes.length),
+          },
+          bytes,
+        )
       const get = (path: string) => send(service.baseUrl, 'GET', path, { authorization: `Bearer ${provider.token}` })
 
       before(async () => {
@@ -563,8 +641,16 @@ export const name = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.constantFrom(
-      ['PAGE', 'PAGE'], ['page[]', 'page[]'], ['page%20', 'page '], ['__proto__', '__proto__'], ['constructor', 'constructor'],
-      ['hasOwnProperty', 'hasOwnProperty'], ['toString', 'toString'], ['offset', 'offset'], ['%00', '\u0000'], ['%C3%A9', 'é'],
+      ['PAGE', 'PAGE'],
+      ['page[]', 'page[]'],
+      ['page%20', 'page '],
+      ['__proto__', '__proto__'],
+      ['constructor', 'constructor'],
+      ['hasOwnProperty', 'hasOwnProperty'],
+      ['toString', 'toString'],
+      ['offset', 'offset'],
+      ['%00', '\u0000'],
+      ['%C3%A9', 'é'],
     ),
   },
   { weight: 1, arbitrary: fc.stringMatching(/^[a-z]{1,6}$/).map((text) => [text, text]) },
@@ -577,24 +663,47 @@ export const value = fc.oneof(
   { weight: 2, arbitrary: digits(51, 100_000).map((raw) => ({ raw, ok: 'page' as const })) },
   {
     weight: 1,
-    arbitrary: fc.constantFrom(
-      ['9007199254740991', 'page'], ['9007199254740992', 'none'], ['99999999999999999999', 'none'], ['1'.repeat(400), 'none'],
-      ['007', 'both'], ['%31', 'both'], ['%35%30', 'both'], ['0', 'none'], ['-1', 'none'], ['-0', 'none'], ['51', 'page'],
-      ['1.0', 'none'], ['1.5', 'none'], ['1e1', 'none'], ['0x10', 'none'], ['+1', 'none'], ['%2B1', 'none'], ['%201', 'none'],
-      ['', 'none'], ['NaN', 'none'], ['Infinity', 'none'], ['true', 'none'], ['%EF%BC%91', 'none'], ['%D9%A3', 'none'],
-      ['%00', 'none'], ['%ZZ', 'unknown'], ['%', 'unknown'], ['1%', 'unknown'],
-    ).map(([raw, ok]) => ({ raw, ok })),
+    arbitrary: fc
+      .constantFrom(
+        ['9007199254740991', 'page'],
+        ['9007199254740992', 'none'],
+        ['99999999999999999999', 'none'],
+        ['1'.repeat(400), 'none'],
+        ['007', 'both'],
+        ['%31', 'both'],
+        ['%35%30', 'both'],
+        ['0', 'none'],
+        ['-1', 'none'],
+        ['-0', 'none'],
+        ['51', 'page'],
+        ['1.0', 'none'],
+        ['1.5', 'none'],
+        ['1e1', 'none'],
+        ['0x10', 'none'],
+        ['+1', 'none'],
+        ['%2B1', 'none'],
+        ['%201', 'none'],
+        ['', 'none'],
+        ['NaN', 'none'],
+        ['Infinity', 'none'],
+        ['true', 'none'],
+        ['%EF%BC%91', 'none'],
+        ['%D9%A3', 'none'],
+        ['%00', 'none'],
+        ['%ZZ', 'unknown'],
+        ['%', 'unknown'],
+        ['1%', 'unknown'],
+      )
+      .map(([raw, ok]) => ({ raw, ok })),
   },
   { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9._~!$'()*,;:@/?-]{0,12}$/).map((raw) => ({ raw, ok: 'unknown' as const })) },
 )
 
-export const pair: fc.Arbitrary<Pair> = fc
-  .tuple(name, value, fc.boolean())
-  .map(([[rawName, decoded], v, withEquals]) => ({
-    raw: withEquals || v.raw !== '' ? `${rawName}=${v.raw}` : rawName,
-    name: decoded,
-    value: v,
-  }))
+export const pair: fc.Arbitrary<Pair> = fc.tuple(name, value, fc.boolean()).map(([[rawName, decoded], v, withEquals]) => ({
+  raw: withEquals || v.raw !== '' ? `${rawName}=${v.raw}` : rawName,
+  name: decoded,
+  value: v,
+}))
 
 export const queryString: fc.Arbitrary<Query> = fc
   .tuple(fc.array(pair, { maxLength: 5 }), fc.constantFrom('?', '?&', ''), fc.constantFrom('&', '&&'))
@@ -648,9 +757,44 @@ export const discoverValue = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.constantFrom(
-      '', ' 1', '1.', '.5', '+1', '0x10', 'NaN', 'Infinity', '-Infinity', '-0', '1e999', '1E+2', '1e-7', '90', '-90', '90.0000001',
-      '180', '-180', '-180.0001', '50', '50.0001', '0', '0.1', '0.09999', '1', '1.0', '007', 'distance', 'ending_soon', 'DISTANCE',
-      '\u0000', 'abc', 'é', FOREIGN_CURSOR, 'eyJ9', FOREIGN_CURSOR.slice(0, -3), 'x'.repeat(400), '[object Object]',
+      '',
+      ' 1',
+      '1.',
+      '.5',
+      '+1',
+      '0x10',
+      'NaN',
+      'Infinity',
+      '-Infinity',
+      '-0',
+      '1e999',
+      '1E+2',
+      '1e-7',
+      '90',
+      '-90',
+      '90.0000001',
+      '180',
+      '-180',
+      '-180.0001',
+      '50',
+      '50.0001',
+      '0',
+      '0.1',
+      '0.09999',
+      '1',
+      '1.0',
+      '007',
+      'distance',
+      'ending_soon',
+      'DISTANCE',
+      '\u0000',
+      'abc',
+      'é',
+      FOREIGN_CURSOR,
+      'eyJ9',
+      FOREIGN_CURSOR.slice(0, -3),
+      'x'.repeat(400),
+      '[object Object]',
     ),
   },
 )
@@ -668,15 +812,14 @@ export interface DiscoverQueryCase {
 }
 
 export const discoverQuery: fc.Arbitrary<DiscoverQueryCase> = fc
-  .tuple(
-    fc.array(fc.tuple(discoverName, discoverValue), { maxLength: 9 }),
-    fc.boolean(),
-    fc.boolean(),
-    fc.tuple(discoverValue, discoverValue),
-  )
+  .tuple(fc.array(fc.tuple(discoverName, discoverValue), { maxLength: 9 }), fc.boolean(), fc.boolean(), fc.tuple(discoverValue, discoverValue))
   .map(([pairs, withLatitude, withLongitude, [latitude, longitude]]) => {
     // Most cases carry both required parameters, so that the others decide the answer.
-    const all: Array<[string, string]> = [...(withLatitude ? [['latitude', latitude] as [string, string]] : []), ...(withLongitude ? [['longitude', longitude] as [string, string]] : []), ...pairs]
+    const all: Array<[string, string]> = [
+      ...(withLatitude ? [['latitude', latitude] as [string, string]] : []),
+      ...(withLongitude ? [['longitude', longitude] as [string, string]] : []),
+      ...pairs,
+    ]
     const counts = new Map<string, number>()
     for (const [name] of all) counts.set(name, (counts.get(name) ?? 0) + 1)
     const bad = new Set<string>()
@@ -691,4 +834,3 @@ export const discoverQuery: fc.Arbitrary<DiscoverQueryCase> = fc
     const foreignCursor = all.some(([name, value]) => name === 'cursor' && value === FOREIGN_CURSOR)
     return { text, bad: [...bad].sort(), foreignCursor }
   })
-

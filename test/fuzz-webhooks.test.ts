@@ -23,7 +23,11 @@ await fuzzEachDialect('webhooks', ({ service, provider, runs, settings, get }) =
           created += 1
           assert.ok(view.ok, context)
           assert.match(response.body.secret, /^whsec_/, context)
-          assert.deepEqual(listed.body.data.map((one: { id: string }) => one.id), [response.body.id], context)
+          assert.deepEqual(
+            listed.body.data.map((one: { id: string }) => one.id),
+            [response.body.id],
+            context,
+          )
           const deleted = await send(service.baseUrl, 'DELETE', `/api/v1/webhooks/${response.body.id}`, { authorization: `Bearer ${provider.token}` })
           assert.equal(deleted.status, 204, context)
           return

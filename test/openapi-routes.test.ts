@@ -21,9 +21,7 @@ describe('GET /openapi.json: routes', () => {
     const documentation = / \/(openapi\.json|docs)(\/|$)/
     // The provider console's page, assets and session routes are the console's, not the API's (src/console).
     const consoleRoutes = / \/console(\/|\*|$)/
-    const routes = registeredRoutes(service.app).filter(
-      (route) => !route.startsWith('HEAD ') && !documentation.test(route) && !consoleRoutes.test(route),
-    )
+    const routes = registeredRoutes(service.app).filter((route) => !route.startsWith('HEAD ') && !documentation.test(route) && !consoleRoutes.test(route))
     // The route tree was read: the two API routes are among what it lists.
     assert.ok(routes.includes(CREATE) && routes.includes(LIST), routes.join('\n'))
     const scheme = document.components.securitySchemes.bearerAuth

@@ -57,10 +57,7 @@ export function operationsOf(document: Document): Array<[route: string, operatio
 
 /** Every example of a media type object: `example` and each `examples` entry's `value`, by name. */
 export function examplesOf(media: any): Array<[name: string, value: unknown]> {
-  const examples: Array<[string, unknown]> = Object.entries(media.examples ?? {}).map(([name, example]: [string, any]) => [
-    name,
-    example.value,
-  ])
+  const examples: Array<[string, unknown]> = Object.entries(media.examples ?? {}).map(([name, example]: [string, any]) => [name, example.value])
   if (media.example !== undefined) examples.push(['example', media.example])
   return examples
 }
@@ -189,8 +186,7 @@ export const authenticated: Record<string, (service: TestService, token: string 
   [LIST]: (service, token) => service.request('GET', '/api/v1/listing', { token }),
   [ONE]: (service, token) => service.request('GET', `/api/v1/listing/${UNKNOWN_LISTING}`, { token }),
   [BY_REFERENCE]: (service, token) => service.request('GET', '/api/v1/listing/by-reference/unknown', { token }),
-  [PATCH]: (service, token) =>
-    service.request('PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`, { token, json: { items: [{ position: 0, quantity: 1 }] } }),
+  [PATCH]: (service, token) => service.request('PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`, { token, json: { items: [{ position: 0, quantity: 1 }] } }),
   [WITHDRAW]: (service, token) => service.request('POST', `/api/v1/listing/${UNKNOWN_LISTING}/withdraw`, { token }),
   [EVENTS]: (service, token) => service.request('GET', '/api/v1/events', { token }),
   [WEBHOOK_CREATE]: (service, token) => service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY }),
@@ -202,8 +198,7 @@ export const authenticated: Record<string, (service: TestService, token: string 
     ]),
   ),
   // Discovery is a marketplace's: a request that has a token sends the service's marketplace token instead.
-  [DISCOVER]: async (service, token) =>
-    service.request('GET', DISCOVER_PATH, { token: token === undefined ? undefined : await marketplaceToken(service) }),
+  [DISCOVER]: async (service, token) => service.request('GET', DISCOVER_PATH, { token: token === undefined ? undefined : await marketplaceToken(service) }),
 }
 
 /** Without a token: 401 from every authenticated route. */
@@ -223,9 +218,7 @@ export const rateLimitedEverywhere = (): Provocation[] =>
 
 /** A column the route reads, renamed: the route then fails with an unexpected error. */
 export const renameColumn = (table: string, column: string) => (service: TestService) =>
-  sql`alter table ${sql.ref(table)} rename column ${sql.ref(column)} to ${sql.ref(`${column}_gone`)}`
-    .execute(service.database.kysely)
-    .then(() => {})
+  sql`alter table ${sql.ref(table)} rename column ${sql.ref(column)} to ${sql.ref(`${column}_gone`)}`.execute(service.database.kysely).then(() => {})
 
 /**
  * A write sent while another connection holds SQLite's write lock past busy_timeout (5 s): writes wait on the
@@ -305,15 +298,12 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       },
     })),
   ],
-  'image-unavailable': [
-    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) },
-  ],
+  'image-unavailable': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) }],
   unauthorized: unauthorizedEverywhere(),
   // A token of the other kind than the route serves: a marketplace's on every provider route, a provider's on discovery.
   forbidden: Object.entries(authenticated).map(([route, send]) => ({
     route,
-    send: async (service, token) =>
-      route === DISCOVER ? service.request('GET', DISCOVER_PATH, { token }) : send(service, await marketplaceToken(service)),
+    send: async (service, token) => (route === DISCOVER ? service.request('GET', DISCOVER_PATH, { token }) : send(service, await marketplaceToken(service))),
   })),
   'not-found': [ONE, PATCH, WITHDRAW, BY_REFERENCE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) => ({
     route,
@@ -392,9 +382,7 @@ export const provocations: Record<ProblemType, Provocation[]> = {
         headers: { 'content-type': 'application/json' },
       }),
   })),
-  'image-too-large': [
-    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/size/6000000'))) },
-  ],
+  'image-too-large': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/size/6000000'))) }],
   'unsupported-media-type': [
     [CREATE, 'POST', '/api/v1/listing/create'],
     [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
@@ -404,9 +392,7 @@ export const provocations: Record<ProblemType, Provocation[]> = {
     send: (service, token) =>
       service.request(method as string, path as string, { token, raw: JSON.stringify(listingBody()), headers: { 'content-type': 'text/plain' } }),
   })),
-  'unsupported-image-format': [
-    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/tiny.pdf'))) },
-  ],
+  'unsupported-image-format': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/tiny.pdf'))) }],
   'rate-limited': rateLimitedEverywhere(),
   internal: [
     { route: CREATE, prepare: dropItems, send: (service, token) => service.create(token, listingBody()) },
@@ -418,23 +404,21 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       },
       send: (service, token) => service.list(token),
     },
-    ...[ONE, BY_REFERENCE, PATCH, WITHDRAW].map(
-      (route): Provocation => ({
-        route,
-        async prepare(service, token) {
-          const { id, referenceId } = await aListing(service, token)
-          listingOfRenamed = { id, referenceId }
-          await renameColumn('listings', 'items_record')(service)
-        },
-        send: (service, token) => {
-          const { id, referenceId } = listingOfRenamed
-          if (route === BY_REFERENCE) return service.request('GET', `/api/v1/listing/by-reference/${referenceId}`, { token })
-          if (route === ONE) return service.request('GET', `/api/v1/listing/${id}`, { token })
-          if (route === PATCH) return service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } })
-          return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })
-        },
-      }),
-    ),
+    ...[ONE, BY_REFERENCE, PATCH, WITHDRAW].map((route): Provocation => ({
+      route,
+      async prepare(service, token) {
+        const { id, referenceId } = await aListing(service, token)
+        listingOfRenamed = { id, referenceId }
+        await renameColumn('listings', 'items_record')(service)
+      },
+      send: (service, token) => {
+        const { id, referenceId } = listingOfRenamed
+        if (route === BY_REFERENCE) return service.request('GET', `/api/v1/listing/by-reference/${referenceId}`, { token })
+        if (route === ONE) return service.request('GET', `/api/v1/listing/${id}`, { token })
+        if (route === PATCH) return service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } })
+        return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })
+      },
+    })),
     {
       route: EVENTS,
       async prepare(service, token) {
@@ -449,16 +433,14 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       send: (service: TestService, token: string) => authenticated[route]!(service, token),
     })),
     // Each reads or returns the endpoint's url; a delete removes its log, whose table loses a column here.
-    ...WEBHOOK_ROUTES_OF_ONE.map(
-      ([route, method, path]): Provocation => ({
-        route,
-        async prepare(service, token) {
-          endpointOfRenamed = await anEndpoint(service, token)
-          await (route === WEBHOOK_DELETE ? renameColumn('webhook_attempts', 'endpoint_id') : renameColumn('webhook_endpoints', 'url'))(service)
-        },
-        send: (service, token) => toEndpoint(service, token, method, path, endpointOfRenamed),
-      }),
-    ),
+    ...WEBHOOK_ROUTES_OF_ONE.map(([route, method, path]): Provocation => ({
+      route,
+      async prepare(service, token) {
+        endpointOfRenamed = await anEndpoint(service, token)
+        await (route === WEBHOOK_DELETE ? renameColumn('webhook_attempts', 'endpoint_id') : renameColumn('webhook_endpoints', 'url'))(service)
+      },
+      send: (service, token) => toEndpoint(service, token, method, path, endpointOfRenamed),
+    })),
     {
       route: DISCOVER,
       async prepare(service, token) {
