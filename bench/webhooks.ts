@@ -141,7 +141,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
   const rows: string[] = []
   const row = (scenario: string, result: LoadResult | undefined, note: string) =>
     rows.push(`| ${scenario} | ${result ? Math.round(result.rps).toLocaleString('en-US') : '—'} | ${result ? `${result.p99Ms.toFixed(1)} ms` : '—'} | ${result?.failures ?? '—'} | ${note} |`)
-  // This machine's PostgreSQL runs without autovacuum (STACK.md), which a deployment's would not: after each
+  // This machine's PostgreSQL runs without autovacuum (docs/benchmarks.md), which a deployment's would not: after each
   // phase's hundred thousand deliveries deleted, the queue's indexes would otherwise keep every dead entry, for
   // every later claim to step over. Between phases, what autovacuum would have done by then.
   const vacuum = async () => {

@@ -75,8 +75,7 @@ export async function serve(): Promise<void> {
   // Written synchronously: a line is out when the call returns, so a crash loses none and nothing is left to flush
   // at exit. pino's default (asynchronous) flushes what it holds on exit with a loop that retries a broken pipe
   // forever: a service whose stdout reader had gone hung on SIGTERM, its event loop blocked, past the 10 s bound.
-  // A broken pipe now ends logging at once (pino drops further lines). Throughput: see commit 6939894 (no
-  // difference measurable above this machine's noise).
+  // A broken pipe now ends logging at once (pino drops further lines). What it costs: docs/design/0008-synchronous-logs.md.
   // On a terminal the same lines are written for people to read (log-output.ts).
   const logger: Logger = pino({ level: config.LOG_LEVEL }, logDestination())
   if (config.IMAGE_ALLOW_PRIVATE_NETWORKS) {

@@ -28,7 +28,7 @@ await fuzzEachDialect('create', ({ service, runs, settings, post, get }) => {
         // Over the limit, the service never reads the body: there is nothing to parse or check.
         const view = bytes.length > BODY_LIMIT ? { ok: false as const } : parsed(bytes)
         fc.pre(!view.ok || onlyLocalUrls(view.value))
-        // One millisecond per case: the newest listing is always the one just created (list order, §7).
+        // One millisecond per case: the newest listing is always the one just created (list order, docs/api.md#list-your-listings).
         service.clock.now += 1
         // Counted after each case; nothing else writes to this database meanwhile.
         const [listingsBefore, itemsBefore] = stored

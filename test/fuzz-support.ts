@@ -195,7 +195,7 @@ export const hostileValue: fc.Arbitrary<Node> = fc.oneof(
   },
 )
 
-/** Fixture images that pass and fail each image check (contract §6): only the failures' pointers are named. */
+/** Fixture images that pass and fail each image check (docs/api.md#images): only the failures' pointers are named. */
 export const imageUrl = fc
   .constantFrom(
     ...['/tiny.png', '/tiny.jpg', '/tiny.gif', '/tiny.webp', '/redirect/2'],
@@ -398,7 +398,7 @@ export function parsed(bytes: Buffer): { ok: true; value: unknown } | { ok: fals
   }
 }
 
-// ---- PATCH bodies, If-Match and ids (contract §10) --------------------------------------------------------------
+// ---- PATCH bodies, If-Match and ids (docs/api.md#change-a-listing) --------------------------------------------
 
 /** A valid PATCH of the fuzzed listing (3 items), mutated by the same mutations as create bodies. */
 export const validPatch: fc.Arbitrary<Node> = fc
@@ -452,7 +452,7 @@ export const patchBody = bodiesAround(validPatch, 3, [
   '{"__proto__":{"polluted":1}}',
 ])
 
-// ---- webhook endpoint bodies (contract §11) ----------------------------------------------------------------------
+// ---- webhook endpoint bodies (docs/api.md#webhooks) ----------------------------------------------------------------
 
 /** A valid endpoint body; its URL names hosts only (never contacted: no worker runs in the fuzz service). */
 export const validEndpoint: fc.Arbitrary<Node> = fc
@@ -514,7 +514,7 @@ export const idSegment = fc.oneof(
 
 // ---- what every answer must be ---------------------------------------------------------------------------------
 
-/** Any non-2xx: a problem of a type that belongs to its status (assertProblem checks the rest of contract §4). */
+/** Any non-2xx: a problem of a type that belongs to its status (assertProblem checks the rest of docs/api.md#errors). */
 export function assertIsProblem(response: Response): any {
   const context = `${response.status} ${response.text.slice(0, 300)}`
   assert.ok(response.status < 500, `a 5xx: ${context}`)
@@ -595,7 +595,7 @@ export async function fuzzEachDialect(name: string, define: (fuzz: Fuzz) => void
   }
 }
 
-/** A 201's listing, read back through the list route, is exactly what was sent (contract §5, §7). */
+/** A 201's listing, read back through the list route, is exactly what was sent (docs/api.md#create-a-listing, #list-your-listings). */
 export async function assertReadsBack(sent: any, answer: any, get: (path: string) => Promise<Response>): Promise<void> {
   assert.equal(answer?.success, true)
   const page = await get(`${LIST}?limit=1`)
@@ -724,7 +724,7 @@ export const queryString: fc.Arbitrary<Query> = fc
     return { text, names, valid }
   })
 
-// ---- discovery's query strings (contract §12) ------------------------------------------------------------------
+// ---- discovery's query strings (docs/api.md#discovery) ----------------------------------------------------------
 
 /** A number as the API reads one in a query (JSON's notation); undefined when it is not one. */
 export const numberIn = (text: string) => (/^-?\d{1,20}(\.\d{1,30})?([eE][+-]?\d{1,3})?$/.test(text) ? Number(text) : undefined)
@@ -739,7 +739,7 @@ export const within = (lo: number, hi: number) => (text: string) => {
  */
 export const FOREIGN_CURSOR = `${Buffer.from(JSON.stringify({ q: 'AAAAAAAAAAAAAAAA', k: 12.5, id: '01M7YQ1WE0XK8J4Q2ZB5N6C7D8' })).toString('base64url')}.${'A'.repeat(22)}`
 
-/** Whether a single value of each known parameter is valid (contract §12, §7). */
+/** Whether a single value of each known parameter is valid (docs/api.md#discovery, #list-your-listings). */
 export const discoverParameters: Record<string, (value: string) => boolean> = {
   latitude: within(-90, 90),
   longitude: within(-180, 180),

@@ -6,7 +6,7 @@ import type { CreateListingInput } from '../src/listings/schemas.js'
 import { fixtureImages, item, listingBody, setAt } from './fixtures.js'
 import { describeEachDialect } from './helper.js'
 
-/** Contract §5: referenceId is the provider's idempotency key. */
+/** docs/api.md#create-a-listing: referenceId is the provider's idempotency key. */
 await describeEachDialect('create: referenceId and idempotency', (service) => {
   test('a new listing is 201 with {success, listingId, expiresAtUnix} and nothing else', async () => {
     const provider = await service.newProvider()

@@ -6,7 +6,7 @@ import { createTestDatabase, parseJsonOrUndefined, testDialects, type TestDataba
 import { killAll, runCli, startServer, type ServerProcess } from './process.js'
 
 /**
- * Issue 6 and contract §9: two real processes on one PostgreSQL database behave as one service. Nothing here
+ * Issue 6 and docs/operations.md#several-instances: two real processes on one PostgreSQL database behave as one service. Nothing here
  * may rely on state inside one process: idempotency, revocation and migrations must hold across both.
  */
 

@@ -8,7 +8,7 @@ import { listingBody } from './fixtures.js'
 import { describeEachDialect, type TestService } from './helper.js'
 import { refusingUrl, startReceiver, verifies, type Receiver } from './webhook-receiver.js'
 
-// Contract §11: delivery of events to webhook endpoints, Standard Webhooks signatures, retries, disabling. The
+// docs/api.md#webhooks: delivery of events to webhook endpoints, Standard Webhooks signatures, retries, disabling. The
 // worker runs in this process on the service's database and clock (the test clock): retries come due when the
 // test moves the clock, not after real waits. Receivers are real HTTP servers on 127.0.0.1.
 

@@ -6,7 +6,7 @@ import { killAll, runCli, startServer, type ServerProcess } from './process.js'
 import { parseExposition, valueOf } from './prometheus-text.js'
 import { startReceiver, verifies, type Receiver } from './webhook-receiver.js'
 
-// Contract §11 with real processes: no committed event is lost across kill -9 (at least once; duplicates only
+// docs/api.md#webhooks with real processes: no committed event is lost across kill -9 (at least once; duplicates only
 // where an attempt's outcome was lost), two instances never attempt one delivery at once, secrets never logged.
 
 after(killAll)
@@ -141,7 +141,7 @@ test('two instances on one PostgreSQL database: every event delivered once, none
     assert.equal(hooks.deliveries.length, 60)
     assert.equal(new Set(hooks.deliveries.map((delivery) => delivery.id)).size, 60)
     assert.equal(hooks.maxConcurrentSameId, 1)
-    // Contract §11: the first attempt starts within 5 s of the commit.
+    // docs/api.md#webhooks: the first attempt starts within 5 s of the commit.
     const lags = hooks.deliveries.map((delivery) => delivery.arrivedAt - Date.parse(delivery.event.createdAt))
     assert.ok(Math.max(...lags) < 5000, `lags: ${lags.join(', ')}`)
     // Both instances took part.

@@ -64,10 +64,10 @@ const REST_AFTER_FAILURE_MS = 200
 const CLAIM_COALESCE_MS = 10
 
 /**
- * While the API is busy, a claim takes at most this many deliveries and only the poll claims (every pollMs):
- * about 50 a second with the default poll, against 1,000–1,700 a second at full speed on the benchmark's machine.
- * Requests come first: on 2 cores, delivering at full speed beside saturating creates cost them a third of
- * their throughput (docs/benchmarks.md). Deliveries never stop, and catch up at full speed once the load eases.
+ * While the API is busy, a claim takes at most this many deliveries and only the poll claims (every pollMs),
+ * far below full speed. Requests come first: delivering at full speed beside saturating creates took a large
+ * share of their throughput (docs/benchmarks.md#webhooks). Deliveries never stop, and catch up at full speed
+ * once the load eases.
  */
 const BUSY_CLAIM = 12
 
