@@ -1,5 +1,5 @@
 /**
- * Discovery (issue 15, contract §12) against the machine's ceiling, on SQLite and on PostgreSQL. For each
+ * Discovery (issue 15, docs/api.md#discovery) against the machine's ceiling, on SQLite and on PostgreSQL. For each
  * database: seed listings of many providers over a 1,000 km × 1,000 km region with cities, one of them dense
  * (50,000 listings within 10 km), straight into the tables (bench/seed.ts, spatial index included); start the
  * service as `npm start` runs it; measure a bare node:http server answering with the very bytes of the 5 km
@@ -110,7 +110,7 @@ async function seedRange(database: Database, from: number, to: number, place: Re
     token = seeded.token
     if ((first + count) % 100_000 === 0) console.error(`  seeded ${first + count}`)
   }
-  // This machine's PostgreSQL runs without autovacuum (STACK.md): what autovacuum does after a bulk insert is done
+  // This machine's PostgreSQL runs without autovacuum (docs/benchmarks.md): what autovacuum does after a bulk insert is done
   // here. ANALYZE gathers the planner's statistics; VACUUM marks the pages all-visible, without which an index-only
   // scan (discovery's indexes hold what the query reads) visits every row's page too (EXPLAIN: Heap Fetches).
   if (database.dialect === 'postgres') await sql`vacuum analyze`.execute(database.kysely)
@@ -191,7 +191,7 @@ async function measureDiscovery(databaseUrl: string, token: string, marketplaceT
     const answer = await fetch(`${service.baseUrl}${sample.path}`, { headers: auth })
     const bytes = Buffer.from(await answer.arrayBuffer())
     const page = JSON.parse(bytes.toString('utf8')) as { data: Array<{ distanceMeters: number }> }
-    if (answer.status !== 200 || page.data.length !== 20) throw new Error(`the 5 km query answered ${answer.status}: ${bytes.slice(0, 300)}`)
+    if (answer.status !== 200 || page.data.length !== 20) throw new Error(`the 5 km query answered ${answer.status}: ${bytes.subarray(0, 300).toString('utf8')}`)
     // The target is a ratio of two runs, each of which moved by ±20% between minutes: the ceiling and the 5 km
     // query alternate, ROUNDS times, and their means are compared.
     const ceiling = await startCeiling(bytes)

@@ -275,8 +275,8 @@ const medianOf = (values: number[]) => {
 async function benchDialect(dialect: Dialect, images: ImageServer): Promise<string[] | undefined> {
   const title = dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'
   if (dialect === 'postgres') {
-    const probe = await createTestDatabase('postgres').catch((error: Error) => {
-      console.warn(`PostgreSQL does not answer (${error.message}): its half is skipped`)
+    const probe = await createTestDatabase('postgres').catch((error: unknown) => {
+      console.warn(`PostgreSQL does not answer (${error instanceof Error ? error.message : String(error)}): its half is skipped`)
     })
     if (!probe) return undefined
     await probe.drop()

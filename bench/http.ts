@@ -92,8 +92,8 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
     databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'listing-bench-')), 'bench.db')}`
   } else {
     // The tests' own way to a fresh database (at TEST_POSTGRES_URL); no answer means no PostgreSQL half.
-    const fresh = await createTestDatabase('postgres').catch((error: Error) => {
-      console.warn(`PostgreSQL does not answer (${error.message}): its half is skipped`)
+    const fresh = await createTestDatabase('postgres').catch((error: unknown) => {
+      console.warn(`PostgreSQL does not answer (${(error as Error).message}): its half is skipped`)
     })
     if (!fresh) return undefined
     databaseUrl = fresh.url
@@ -130,7 +130,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
   const lastPage = Math.ceil(LISTINGS / 10)
   const page1 = await fetch(`${service.baseUrl}/api/v1/listing?page=1&limit=10`, { headers: auth })
   const pageBytes = Buffer.from(await page1.arrayBuffer())
-  if (page1.status !== 200) throw new Error(`page 1 answered ${page1.status}: ${pageBytes}`)
+  if (page1.status !== 200) throw new Error(`page 1 answered ${page1.status}: ${pageBytes.toString('utf8')}`)
   const ceiling = await startCeiling(pageBytes)
 
   const rows: Row[] = []
@@ -266,7 +266,7 @@ const sections: string[] = [
   '',
 ]
 try {
-  for (const dialect of (args.dialects ?? '').split(',') as Array<'sqlite' | 'postgres'>) {
+  for (const dialect of args.dialects.split(',') as Array<'sqlite' | 'postgres'>) {
     const section = await benchDialect(dialect, images)
     if (section) {
       sections.push(...section)

@@ -78,7 +78,7 @@ try {
         create(service, listing(images.url(`/size/${6 * MB}?ranges=off&length=off&n=${randomUUID()}`), [undefined])),
       ),
     )
-    if (statuses.some((s) => s !== 413)) throw new Error(`expected 413s, got ${statuses}`)
+    if (statuses.some((s) => s !== 413)) throw new Error(`expected 413s, got ${statuses.join(', ')}`)
   })
 
   const ms = (v: number) => `${v.toFixed(1)} ms`

@@ -143,7 +143,7 @@ async function runWrk(baseUrl: string, kinds: RequestKind[], { connections, dura
   })
   const line = output.split('\n').find((l) => l.startsWith('WRK_RESULT '))
   if (!line) throw new Error(`wrk printed no result:\n${output}`)
-  const r = JSON.parse(line.slice('WRK_RESULT '.length))
+  const r = JSON.parse(line.slice('WRK_RESULT '.length)) as Record<'requests' | 'durationUs' | 'p50Us' | 'p99Us' | 'status' | 'socket', number>
   return {
     tool: 'wrk',
     requests: r.requests,

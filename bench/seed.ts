@@ -114,7 +114,7 @@ export async function seed(database: Database, count: number, options: SeedOptio
       .where('id', '=', provider.id)
       .execute()
   })
-  // This machine's PostgreSQL runs without autovacuum (STACK.md): without statistics the planner would plan
+  // This machine's PostgreSQL runs without autovacuum (docs/benchmarks.md): without statistics the planner would plan
   // the service's queries for empty tables. Any real deployment's autoanalyze has run long before 100k rows.
   if (analyze && database.dialect === 'postgres') await sql`analyze`.execute(database.kysely)
   return { providerId: provider.id, token: provider.token.token }

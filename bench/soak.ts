@@ -53,7 +53,9 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
   let databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'listing-soak-')), 'soak.db')}`
   let drop = async () => {}
   if (dialect === 'postgres') {
-    const fresh = await createTestDatabase('postgres').catch((error: Error) => console.warn(`PostgreSQL: ${error.message}; skipped`))
+    const fresh = await createTestDatabase('postgres').catch((error: unknown) => {
+      console.warn(`PostgreSQL: ${(error as Error).message}; skipped`)
+    })
     if (!fresh) return undefined
     ;({ url: databaseUrl, drop } = fresh)
   }
@@ -172,7 +174,7 @@ const sections = [
 ]
 let passed = true
 try {
-  for (const dialect of (args.dialects as string).split(',') as Array<'sqlite' | 'postgres'>) {
+  for (const dialect of args.dialects.split(',') as Array<'sqlite' | 'postgres'>) {
     const verdict = await soak(dialect, images.url('/img/brand.png'))
     if (!verdict) continue
     passed &&= verdict.passed

@@ -77,7 +77,7 @@ async function startReceiver(): Promise<Receiver> {
 }
 
 /** A port that accepts connections and never answers: a receiver that hangs. */
-async function startBlackHole(): Promise<{ url: string; close(): void }> {
+async function startBlackHole(): Promise<{ url: string; close: () => void }> {
   const sockets = new Set<net.Socket>()
   const server = net.createServer((socket) => {
     sockets.add(socket)
@@ -96,7 +96,7 @@ async function startBlackHole(): Promise<{ url: string; close(): void }> {
 const owed = async (database: Database, endpointId?: string) => {
   const query = database.kysely.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n'))
   const [row] = await (endpointId ? query.where('endpoint_id', '=', endpointId) : query).execute()
-  return Number(row?.n ?? 0)
+  return row?.n ?? 0
 }
 
 /** Owes `count` deliveries of the provider's newest events to `endpointId`, due now: as if they had piled up. */
@@ -141,7 +141,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
   const rows: string[] = []
   const row = (scenario: string, result: LoadResult | undefined, note: string) =>
     rows.push(`| ${scenario} | ${result ? Math.round(result.rps).toLocaleString('en-US') : '—'} | ${result ? `${result.p99Ms.toFixed(1)} ms` : '—'} | ${result?.failures ?? '—'} | ${note} |`)
-  // This machine's PostgreSQL runs without autovacuum (STACK.md), which a deployment's would not: after each
+  // This machine's PostgreSQL runs without autovacuum (docs/benchmarks.md), which a deployment's would not: after each
   // phase's hundred thousand deliveries deleted, the queue's indexes would otherwise keep every dead entry, for
   // every later claim to step over. Between phases, what autovacuum would have done by then.
   const vacuum = async () => {
@@ -253,7 +253,7 @@ const sections = [
   `Command: \`npm run bench:webhooks -- --dialects ${args.dialects} --listings ${args.listings} --duration ${DURATION_S} --sustain ${SUSTAIN_S} --rate ${RATE} --dead ${DEAD} --rounds ${ROUNDS}\`. Comparisons alternate their two sides ${ROUNDS} times and compare means.`,
   '',
 ]
-for (const dialect of (args.dialects ?? '').split(',') as Array<'sqlite' | 'postgres'>) {
+for (const dialect of args.dialects.split(',') as Array<'sqlite' | 'postgres'>) {
   const section = await benchDialect(dialect)
   sections.push(...section)
   console.log(section.join('\n'))

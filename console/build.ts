@@ -15,7 +15,7 @@ const OUT = fileURLToPath(new URL('../dist/console/assets/', import.meta.url))
 
 /** The API's own request schemas as plain JSON Schema, without the prose meant for the OpenAPI document. */
 function bare(schema: unknown): unknown {
-  return JSON.parse(JSON.stringify(schema), (key, value) => (key === 'description' || key === 'examples' ? undefined : value))
+  return JSON.parse(JSON.stringify(schema), (key, value: unknown) => (key === 'description' || key === 'examples' ? undefined : value)) as unknown
 }
 
 const schemas: Record<string, unknown> = {

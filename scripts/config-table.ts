@@ -11,7 +11,7 @@ export const OPERATIONS = new URL('../docs/operations.md', import.meta.url)
 const START = '<!-- config-table:start (npm run docs:config writes this table from src/config.ts) -->'
 const END = '<!-- config-table:end -->'
 
-type Field = { default?: unknown; description?: string }
+type Field = { default?: string | number | boolean; description?: string }
 
 export function configTable(): string {
   const rows = Object.entries(ConfigSchema.properties as Record<string, Field>).map(([name, field]) => {

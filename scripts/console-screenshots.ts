@@ -73,9 +73,9 @@ try {
     await page.goto(`${service.baseUrl}/console`)
     await page.locator('#token').waitFor()
     rounds.push(Date.now() - started)
-    assets = (await page.evaluate(
+    assets = await page.evaluate<string>(
       `JSON.stringify(performance.getEntriesByType('resource').filter((e) => /\\.(js|css)$/.test(e.name)).map((e) => ({ name: e.name.split('/').pop(), transferred: e.transferSize, encoded: e.encodedBodySize })))`,
-    )) as string
+    )
     await context.close()
   }
   rounds.sort((a, b) => a - b)

@@ -26,7 +26,9 @@ const server = createServer((request, response) => {
       let type = '?'
       try {
         type = JSON.parse(body).type
-      } catch {}
+      } catch {
+        // not JSON: the type stays '?'
+      }
       console.log(`webhook received: ${type} webhook-id=${request.headers['webhook-id']} signed=${Boolean(request.headers['webhook-signature'])}`)
       response.writeHead(204)
       response.end()

@@ -115,7 +115,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.decorateRequest('provider', null)
 
   // Every route's body fits the depth the body parser allows (json-bounds.ts); a deeper schema fails at start-up.
-  app.addHook('onRoute', (route) => assertBodyFits(`${route.method} ${route.url}`, route.schema?.body))
+  app.addHook('onRoute', (route) => assertBodyFits(`${String(route.method)} ${route.url}`, route.schema?.body))
   registerJsonBody(app)
 
   app.addHook('onRequest', (request, reply, done) => {

@@ -297,5 +297,5 @@ export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
 export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   reply.header('x-request-id', request.id)
   const why = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is too long' : 'a path segment is not valid percent-encoding'
-  return sendProblem(request, reply, new Problem('not-found', `the path names nothing: ${why}`))
+  void sendProblem(request, reply, new Problem('not-found', `the path names nothing: ${why}`))
 }

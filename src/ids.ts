@@ -12,10 +12,10 @@ function encodeBits(bytes: Uint8Array): string {
     bits += 8
     while (bits >= 5) {
       bits -= 5
-      out += ALPHABET[(buffer >>> bits) & 31]
+      out += ALPHABET.charAt((buffer >>> bits) & 31)
     }
   }
-  if (bits > 0) out += ALPHABET[(buffer << (5 - bits)) & 31]
+  if (bits > 0) out += ALPHABET.charAt((buffer << (5 - bits)) & 31)
   return out
 }
 
@@ -23,7 +23,7 @@ function encodeBits(bytes: Uint8Array): string {
 function encodeNumber(value: number, digits: number): string {
   let out = ''
   for (let i = 0; i < digits; i++) {
-    out = ALPHABET[value % 32] + out
+    out = ALPHABET.charAt(value % 32) + out
     value = Math.floor(value / 32)
   }
   return out

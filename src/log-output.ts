@@ -14,6 +14,12 @@ const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 
 /** pino's own fields, shown in their places or not at all. */
 const PLACED = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'requestId', 'method', 'route', 'status', 'durationMs', 'err'])
 
+/** A field as it reads: strings as they are, anything else as its JSON. */
+function text(value: unknown): string {
+  if (typeof value === 'string') return value
+  return value === undefined ? '' : JSON.stringify(value)
+}
+
 /** One pino JSON line as a line for people: time, level, message, then the other fields as key=value. */
 export function readable(line: string): string {
   let entry: Record<string, unknown>
@@ -27,11 +33,11 @@ export function readable(line: string): string {
   // The access log's line: what was asked and how it went, as a terminal user reads a request.
   const message =
     entry.msg === 'request' || entry.msg === 'request failed'
-      ? `${entry.method} ${entry.route ?? '(no route)'} → ${entry.status} in ${entry.durationMs} ms`
-      : String(entry.msg ?? '')
+      ? `${text(entry.method)} ${text(entry.route ?? '(no route)')} → ${text(entry.status)} in ${text(entry.durationMs)} ms`
+      : text(entry.msg ?? '')
   const fields = Object.entries(entry)
     .filter(([key, value]) => !PLACED.has(key) && value !== undefined)
-    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .map(([key, value]) => `${key}=${text(value)}`)
   const error = entry.err as { message?: string } | undefined
   if (error?.message) fields.push(`error="${error.message}"`)
   return `${time} ${level} ${message}${fields.length > 0 ? `  ${fields.join(' ')}` : ''}\n`

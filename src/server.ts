@@ -83,8 +83,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   // Written synchronously: a line is out when the call returns, so a crash loses none and nothing is left to flush
   // at exit. pino's default (asynchronous) flushes what it holds on exit with a loop that retries a broken pipe
   // forever: a service whose stdout reader had gone hung on SIGTERM, its event loop blocked, past the 10 s bound.
-  // A broken pipe now ends logging at once (pino drops further lines). Throughput: see commit 6939894 (no
-  // difference measurable above this machine's noise).
+  // A broken pipe now ends logging at once (pino drops further lines). What it costs: docs/design/0008-synchronous-logs.md.
   // On a terminal the same lines are written for people to read (log-output.ts).
   const logger: Logger = pino({ level: config.LOG_LEVEL }, logDestination())
   if (config.IMAGE_ALLOW_PRIVATE_NETWORKS) {
@@ -137,8 +136,9 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
     logger.info('stopped')
     process.exit(0)
   }
-  process.on('SIGTERM', stop)
-  process.on('SIGINT', stop)
+  // stop() catches its own failures and ends the process itself.
+  process.on('SIGTERM', (signal) => void stop(signal))
+  process.on('SIGINT', (signal) => void stop(signal))
 
   if (options.migrate === false) {
     const pending = await pendingMigrations(database)
@@ -164,6 +164,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
     database.dialect === 'sqlite' ? await new ProviderRepository(database).createDemoIfNone(Date.now()) : undefined
 
   app = await buildApp({ config, database, logger, metrics, drain })
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a signal may have set it during the awaits above.
   if (stopping) return
   const address = await app.listen({ port: config.PORT, host: config.HOST })
   if (config.METRICS_PORT !== undefined) metricsPort = await metricsListener(metrics, config.METRICS_PORT, config.HOST)

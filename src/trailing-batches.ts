@@ -46,7 +46,8 @@ export class TrailingBatches<In, Out, Key extends string = string> {
     while (state.running < maxRunning && state.waiting.length > 0) {
       const batch = state.waiting.splice(0, maxBatch)
       state.running += 1
-      this.#carryOut(key, batch).finally(() => {
+      // #carryOut settles every waiter itself and never rejects.
+      void this.#carryOut(key, batch).finally(() => {
         state.running -= 1
         if (state.running === 0 && state.waiting.length === 0) this.#keys.delete(key)
         else this.#pump(key, state)

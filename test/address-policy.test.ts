@@ -3,7 +3,7 @@ import { describe, test } from 'node:test'
 import { ipLiteral, publicAddressesOnly } from '../src/images/address-policy.js'
 
 /**
- * Contract §6: which hosts an image URL may name. Each row is a URL as a caller could send it; the host goes
+ * docs/api.md#images: which hosts an image URL may name. Each row is a URL as a caller could send it; the host goes
  * through the same WHATWG URL parsing the prober uses, so every spelling is judged as it would be connected.
  */
 const refused: Array<[url: string, why: string]> = [

@@ -7,12 +7,12 @@ import { listingBody } from './fixtures.js'
 import { describeEachDialect, type Response, type TestProvider, type TestService } from './helper.js'
 import { assertProblem, countListings, postChunked } from './http-support.js'
 
-// Contract §3: every /api/v1/* request needs `Authorization: Bearer <token>`; missing, malformed, unknown or
+// docs/api.md#authentication: every /api/v1/* request needs `Authorization: Bearer <token>`; missing, malformed, unknown or
 // revoked → 401 with `WWW-Authenticate: Bearer` and a problem body, before any other work is done.
 
 const CREATE = '/api/v1/listing/create'
 const LIST = '/api/v1/listing'
-/** Contract §3: a revoked token is refused within 5 s on every instance (valid tokens may be cached until then). */
+/** docs/api.md#authentication: a revoked token is refused within 5 s on every instance (valid tokens may be cached until then). */
 const REVOCATION_BOUND_MS = 5000
 const ONE_MIB = 1024 * 1024
 
@@ -63,7 +63,7 @@ const badCredentials: BadCredential[] = [
   },
 ]
 
-await describeEachDialect('authentication (contract §3)', (service) => {
+await describeEachDialect('authentication', (service) => {
   for (const credential of badCredentials) {
     test(`GET /api/v1/listing with ${credential.name} → 401`, async () => {
       const provider = await service.newProvider()

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import { createTestDatabase, testDialects, type TestDatabase } from './helper.js'
 import { killAll, run, runCli, startServer, TOKEN_SHAPE, cleanEnv, type Finished } from './process.js'
 
-/** Contract §3: the CLI, run as a real process (`node dist/cli/main.js …`) on a real database. */
+/** docs/operations.md#commands: the CLI, run as a real process (`node dist/cli/main.js …`) on a real database. */
 
 after(killAll)
 
@@ -125,7 +125,7 @@ for (const dialect of await testDialects()) {
         assert.equal((await list(second.token)).status, 200)
 
         printed(await cli('token', 'revoke', provider.tokenId))
-        // Contract §3: refused within 5 seconds.
+        // docs/api.md#authentication: refused within 5 seconds.
         const deadline = Date.now() + 5000
         let status = (await list(provider.token)).status
         while (status !== 401 && Date.now() < deadline) {

@@ -52,7 +52,7 @@ await describeEachDialect('recordCount and pages under concurrent creates', (ser
         .orderBy('seq')
         .execute()
       assert.deepEqual(
-        seqs.map((row) => Number(row.seq)),
+        seqs.map((row) => row.seq),
         expected.map((_, i) => i + 1),
         'sequence numbers are dense: 1..recordCount',
       )
@@ -120,8 +120,8 @@ await describeEachDialect('a listing and its events agree after concurrent chang
     const listings = await db.selectFrom('listings').selectAll().where('provider_id', '=', provider.id).execute()
     const events = await db.selectFrom('events').selectAll().where('provider_id', '=', provider.id).orderBy('seq').execute()
     const counters = await db.selectFrom('providers').select(['event_count', 'listing_count']).where('id', '=', provider.id).executeTakeFirstOrThrow()
-    assert.equal(Number(counters.event_count), events.length)
-    assert.deepEqual(events.map((event) => Number(event.seq)), events.map((_, i) => i + 1), 'event seqs are dense')
+    assert.equal(counters.event_count, events.length)
+    assert.deepEqual(events.map((event) => event.seq), events.map((_, i) => i + 1), 'event seqs are dense')
     for (const listing of listings) {
       const record = JSON.parse(listing.items_record) as Array<Record<string, unknown>>
       assert.deepEqual(
@@ -132,7 +132,7 @@ await describeEachDialect('a listing and its events agree after concurrent chang
       assert.equal(listing.sold_out, record.every((row) => row.quantity === 0) ? 1 : 0, `${listing.id}: sold_out`)
       const own = events.filter((event) => event.listing_id === listing.id)
       assert.deepEqual(own.map((event) => JSON.parse(event.snapshot).version), own.map((_, i) => i + 1), `${listing.id}: event versions`)
-      assert.equal(Number(listing.version), own.length, `${listing.id}: one event per version`)
+      assert.equal(listing.version, own.length, `${listing.id}: one event per version`)
       assert.deepEqual(JSON.parse(own.at(-1)?.snapshot as string).items, record, `${listing.id}: the last event holds the listing as it is`)
     }
   })

@@ -49,7 +49,7 @@ if (browserAvailable()) {
     async function check(page: Page, where: string, width: number): Promise<void> {
       const violations = await seriousViolations(page)
       assert.deepEqual(violations, [], `${where}: ${JSON.stringify(violations, null, 2)}`)
-      const scrollWidth = (await page.evaluate('document.documentElement.scrollWidth')) as number
+      const scrollWidth = await page.evaluate<number>('document.documentElement.scrollWidth')
       assert.ok(scrollWidth <= width, `${where}: the page is ${scrollWidth} px wide in a ${width} px window`)
     }
 
@@ -123,7 +123,7 @@ if (browserAvailable()) {
       await page.goto(`${service.baseUrl}/console/new`)
       await page.getByRole('heading', { level: 1, name: 'New listing' }).waitFor()
       // Prefilled from the previous listing; typed over below like everything else.
-      await page.waitForFunction(() => (document.querySelector('[name="/brand/imageUrl"]') as HTMLInputElement | null)?.value.includes('/img/'))
+      await page.waitForFunction(() => document.querySelector<HTMLInputElement>('[name="/brand/imageUrl"]')?.value.includes('/img/'))
 
       const focused = () =>
         page.evaluate(() => {
@@ -184,7 +184,7 @@ if (browserAvailable()) {
       await page.keyboard.press('Enter')
       await page.getByRole('heading', { level: 1, name: 'Keyboard Bakery' }).waitFor()
       const id = new URL(page.url()).pathname.split('/').pop() as string
-      const listing = (await (await fetch(`${service.baseUrl}/api/v1/listing/${id}`, { headers: { authorization: `Bearer ${provider.token}` } })).json()) as any
+      const listing = (await (await fetch(`${service.baseUrl}/api/v1/listing/${id}`, { headers: { authorization: `Bearer ${provider.token}` } })).json())
       assert.equal(listing.referenceId, 'keyboard-1')
       assert.equal(listing.listingDetails.type, 'priority_timed')
       assert.equal(listing.listingDetails.isAssignedToDriver, false)

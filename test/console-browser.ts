@@ -139,8 +139,8 @@ export interface AxeViolation {
  */
 export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(axeSource)
-  const violations = (await page.evaluate(
+  const violations = await page.evaluate<AxeViolation[]>(
     `window.axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) })))`,
-  )) as AxeViolation[]
+  )
   return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
 }

@@ -68,9 +68,9 @@ if (browserAvailable()) {
       assert.equal(cookie.sameSite, 'Strict')
       assert.equal(cookie.secure, false, 'plain http here')
       const secretPart = provider.token.slice(4)
-      const seen = (await page.evaluate(
+      const seen = await page.evaluate<string>(
         `JSON.stringify([location.href, Object.entries(localStorage), Object.entries(sessionStorage), document.documentElement.outerHTML, document.cookie])`,
-      )) as string
+      )
       assert.ok(!seen.includes(secretPart), 'the token is nowhere the page can reach')
       assert.equal(await page.getByLabel('API token').count(), 0)
       assert.deepEqual(problems, [])
@@ -350,10 +350,10 @@ if (browserAvailable()) {
         await service.createListing(provider.token)
         await receiver.waitFor((deliveries) => deliveries.length >= 1, 10_000)
         // The attempt is logged once the receiver has answered; read the log until it is there.
-        const webhooks = (await (await fetch(`${service.baseUrl}/api/v1/webhooks`, { headers: { authorization: `Bearer ${provider.token}` } })).json()) as any
+        const webhooks = (await (await fetch(`${service.baseUrl}/api/v1/webhooks`, { headers: { authorization: `Bearer ${provider.token}` } })).json())
         const webhookId = webhooks.data[0].id
         for (let tries = 0; tries < 50; tries++) {
-          const log = (await (await fetch(`${service.baseUrl}/api/v1/webhooks/${webhookId}/deliveries`, { headers: { authorization: `Bearer ${provider.token}` } })).json()) as any
+          const log = (await (await fetch(`${service.baseUrl}/api/v1/webhooks/${webhookId}/deliveries`, { headers: { authorization: `Bearer ${provider.token}` } })).json())
           if (log.data.some((attempt: any) => attempt.outcome === 'succeeded')) break
           await new Promise((resolve) => setTimeout(resolve, 100))
         }
@@ -370,7 +370,7 @@ if (browserAvailable()) {
         receiver.answer = () => 410
         await service.createListing(provider.token)
         for (let tries = 0; tries < 100; tries++) {
-          const endpoint = (await (await fetch(`${service.baseUrl}/api/v1/webhooks/${webhookId}`, { headers: { authorization: `Bearer ${provider.token}` } })).json()) as any
+          const endpoint = (await (await fetch(`${service.baseUrl}/api/v1/webhooks/${webhookId}`, { headers: { authorization: `Bearer ${provider.token}` } })).json())
           if (endpoint.status === 'disabled') break
           await new Promise((resolve) => setTimeout(resolve, 100))
         }

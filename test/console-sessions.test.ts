@@ -183,8 +183,8 @@ for (const dialect of await testDialects()) {
       const answers = [
         page,
         await inject({ method: 'GET', url: '/console/listings/xyz' }),
-        await inject({ method: 'GET', url: scripts[0] as string }),
-        await inject({ method: 'GET', url: styles[0] as string }),
+        await inject({ method: 'GET', url: scripts[0] }),
+        await inject({ method: 'GET', url: styles[0] }),
         await inject({ method: 'GET', url: '/console/assets/nope.js' }),
         await inject({ method: 'GET', url: '/console/session', headers: { cookie: session, ...CSRF } }),
         await inject({ method: 'GET', url: '/console/session', headers: CSRF }),

@@ -201,7 +201,7 @@ async function readAllPages(server: ServerProcess, provider: Provider) {
       headers: { authorization: `Bearer ${provider.token}` },
     })
     assert.equal(response.status, 200)
-    const body = (await response.json()) as any
+    const body = await response.json()
     recordCount = body.recordCount
     if (body.content.length === 0) break
     for (const listing of body.content) byId.set(listing.id, listing)

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { fixtureImages, item, listingBody, setAt } from './fixtures.js'
 import { describeEachDialect } from './helper.js'
 
-/** One rule of contract §5 or the interface document: a change to a valid body, and the problem it must cause. */
+/** One rule of docs/api.md#create-a-listing or the interface document: a change to a valid body, and the problem it must cause. */
 interface Rule {
   name: string
   pointer: string

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { decimalPlaces } from '../src/http/validation.js'
 
-// Prices allow at most 3 decimals (contract §5), counted on the number's shortest round-trip form, which is
+// Prices allow at most 3 decimals (docs/api.md#create-a-listing), counted on the number's shortest round-trip form, which is
 // exact where dividing by 0.001 in floating point is not.
 const cases: Array<[value: number, places: number]> = [
   [0, 0],

@@ -49,7 +49,7 @@ for (const dialect of await testDialects()) {
           }
         },
       })
-      rows = (await database.kysely.selectFrom('listings').select(['id', 'latitude', 'longitude', 'expires_at_unix']).execute()) as Row[]
+      rows = await database.kysely.selectFrom('listings').select(['id', 'latitude', 'longitude', 'expires_at_unix']).execute()
     })
     after(async () => {
       await database.close()

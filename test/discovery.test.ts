@@ -7,7 +7,7 @@ import { assertProblem } from './http-support.js'
 import { referenceMeters } from './reference-distance.js'
 import { seededRandom as random } from './seeded-random.js'
 
-// Contract §12: GET /api/v1/discover against brute force over the same data, on each database.
+// docs/api.md#discovery: GET /api/v1/discover against brute force over the same data, on each database.
 
 /** What the test knows of a listing it created, to decide by itself whether a query must find it. */
 interface Known {

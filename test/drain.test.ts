@@ -12,7 +12,7 @@ import { serveBytes, IMAGES, startImageServer, type ImageServer } from './image-
 import { killAll, runCli, startServer, type Exit } from './process.js'
 
 /**
- * Contract §8: SIGTERM or SIGINT stops accepting connections, finishes in-flight requests (here: creates
+ * docs/operations.md#shutdown-and-drain: SIGTERM or SIGINT stops accepting connections, finishes in-flight requests (here: creates
  * waiting on slow image probes), closes the database and exits 0 within 10 s. test/server.test.ts covers one
  * create whose body is half sent at the signal; this file covers many creates, keep-alive connections, the 503
  * for requests that arrive during the drain, a second signal, and work that cannot finish in time.

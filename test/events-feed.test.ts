@@ -5,7 +5,7 @@ import { listingBody } from './fixtures.js'
 import { describeEachDialect, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
 
-// Contract §11: every change commits its event; the feed yields a provider's events once each, in commit order.
+// docs/api.md#events: every change commits its event; the feed yields a provider's events once each, in commit order.
 
 const feed = (service: TestService, token: string, query = '') => service.request('GET', `/api/v1/events${query}`, { token })
 

@@ -89,7 +89,7 @@ export async function testRedis(): Promise<boolean> {
 
 export interface TestDatabase {
   url: string
-  drop(): Promise<void>
+  drop: () => Promise<void>
 }
 
 /** A database of its own: a fresh SQLite file in a temp folder, or a fresh PostgreSQL database. */
@@ -180,7 +180,7 @@ export interface TestService {
   /** What the expiry sweeper does every 2 s in a running service (background.ts), once, now (by the test clock). */
   recordExpiries(): Promise<number>
   newProvider(input?: { name?: string; industry?: string }): Promise<TestProvider>
-  /** A marketplace (contract §12) and its token. */
+  /** A marketplace (docs/api.md#discovery) and its token. */
   newMarketplace(name?: string): Promise<TestProvider>
   request(method: string, path: string, options?: RequestOptions): Promise<Response>
   create(token: string, body: unknown): Promise<Response>

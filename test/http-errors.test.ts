@@ -15,7 +15,7 @@ import {
 } from './http-support.js'
 
 // Contract §4 (every error is an RFC 9457 problem; X-Request-Id; a 500 says nothing of internals) and the parsing
-// step of §5 (400 invalid JSON, 415 non-JSON Content-Type, 413 body over 1 MiB).
+// step of docs/api.md#create-a-listing (400 invalid JSON, 415 non-JSON Content-Type, 413 body over 1 MiB).
 
 const CREATE = '/api/v1/listing/create'
 const ONE_MIB = 1024 * 1024
@@ -41,7 +41,7 @@ function assertInvalid(response: Response, pointer: string): any {
   return body
 }
 
-await describeEachDialect('HTTP errors and parsing (contract §4, §5)', (service) => {
+await describeEachDialect('HTTP errors and parsing', (service) => {
   // ---- 405: a path asked with a method it does not have ---------------------------------------------------------
 
   for (const [method, path, allow] of [

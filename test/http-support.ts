@@ -10,11 +10,11 @@ import { parseJsonOrUndefined, readResponse, type Response, type TestService } f
  * attempt, and a row count straight from the database.
  */
 
-/** Visible ASCII, 1–128 characters: what contract §4 echoes, and so also what a generated id must look like. */
+/** Visible ASCII, 1–128 characters: what docs/api.md#errors echoes, and so also what a generated id must look like. */
 export const REQUEST_ID_SHAPE = /^[\x21-\x7E]{1,128}$/
 
 /**
- * Asserts that `response` is the problem of contract §4 with this status and type, and returns its body.
+ * Asserts that `response` is the problem of docs/api.md#errors with this status and type, and returns its body.
  * `type` is the last segment: 'unauthorized' means '/problems/unauthorized'.
  */
 export function assertProblem(response: Response, status: number, type: string): any {

@@ -6,7 +6,7 @@ import type { CreateListingInput } from '../src/listings/schemas.js'
 import { fixtureImages, item, listingBody, setAt } from './fixtures.js'
 import { describeEachDialect } from './helper.js'
 
-/** Contract §5: referenceId is the provider's idempotency key. */
+/** docs/api.md#create-a-listing: referenceId is the provider's idempotency key. */
 await describeEachDialect('create: referenceId and idempotency', (service) => {
   test('a new listing is 201 with {success, listingId, expiresAtUnix} and nothing else', async () => {
     const provider = await service.newProvider()
@@ -157,8 +157,8 @@ await describeEachDialect('create: referenceId and idempotency', (service) => {
     const responses = await Promise.all(Array.from({ length: 20 }, () => service.create(provider.token, body)))
 
     const statuses = responses.map((r) => r.status)
-    assert.equal(statuses.filter((s) => s === 201).length, 1, `statuses: ${statuses}`)
-    assert.equal(statuses.filter((s) => s === 200).length, 19, `statuses: ${statuses}`)
+    assert.equal(statuses.filter((s) => s === 201).length, 1, `statuses: ${statuses.join(', ')}`)
+    assert.equal(statuses.filter((s) => s === 200).length, 19, `statuses: ${statuses.join(', ')}`)
     assert.equal(new Set(responses.map((r) => r.body.listingId)).size, 1)
     assert.equal(new Set(responses.map((r) => r.body.expiresAtUnix)).size, 1)
     const listed = await service.list(provider.token)
@@ -177,8 +177,8 @@ await describeEachDialect('create: referenceId and idempotency', (service) => {
     const responses = await Promise.all(bodies.map((body) => service.create(provider.token, body)))
 
     const statuses = responses.map((r) => r.status).sort()
-    assert.equal(statuses.filter((s) => s === 201 || s === 200).length, 1, `statuses: ${statuses}`)
-    assert.equal(statuses.filter((s) => s === 409).length, 9, `statuses: ${statuses}`)
+    assert.equal(statuses.filter((s) => s === 201 || s === 200).length, 1, `statuses: ${statuses.join(', ')}`)
+    assert.equal(statuses.filter((s) => s === 409).length, 9, `statuses: ${statuses.join(', ')}`)
     const winner = responses.findIndex((r) => r.status === 201)
     const listed = await service.list(provider.token)
     assert.equal(listed.body.recordCount, 1)
@@ -209,7 +209,7 @@ await describeEachDialect('create: referenceId and idempotency', (service) => {
       byReference.set(reference, (byReference.get(reference) ?? new Set()).add(response.body.listingId))
     })
     assert.equal(responses.filter((r) => r.status === 201).length, 20)
-    for (const [reference, ids] of byReference) assert.equal(ids.size, 1, `${reference} answered with ${[...ids]}`)
+    for (const [reference, ids] of byReference) assert.equal(ids.size, 1, `${reference} answered with ${[...ids].join(', ')}`)
     const listed = await service.list(provider.token, '?limit=50')
     assert.equal(listed.body.recordCount, 20)
     assert.equal(listed.body.content.length, 20)

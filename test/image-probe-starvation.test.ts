@@ -208,7 +208,7 @@ describe('image probe starvation and orphaned work (issue 25 item 4)', { concurr
         const { server, images, tokens } = await setUp(dialect, { IMAGE_FETCH_TIMEOUT_MS: '60000' })
         const clients: http.ClientRequest[] = []
         for (let n = 0; n < 20; n++) {
-          clients.push(sendCreate(server.port, tokens[0] as string, hangingBody(images, `abandoned-${n}`, 7)))
+          clients.push(sendCreate(server.port, tokens[0], hangingBody(images, `abandoned-${n}`, 7)))
         }
         // 160 images: the provider's share of fetches is running, the rest wait for a slot.
         await eventually(() => images.openRequests() >= PROVIDER_SHARE, 10_000, 'the creates fetching their images')
@@ -256,7 +256,7 @@ describe('image probe starvation and orphaned work (issue 25 item 4)', { concurr
         const leaverBody = listingBody({}, 1)
         leaverBody.brand.imageUrl = images.url('/held/shared.png')
         leaverBody.items[0].imageUrl = images.url('/hang/leaver-own')
-        const leaver = sendCreate(server.port, tokens[0] as string, leaverBody)
+        const leaver = sendCreate(server.port, tokens[0], leaverBody)
         const requestOf = (path: string) => images.requests.find((request) => request.path === path)
         await eventually(() => !!requestOf('/held/shared.png') && !!requestOf('/hang/leaver-own'), 10_000, 'both probes started')
 

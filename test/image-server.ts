@@ -139,10 +139,10 @@ const builtInRoutes: Record<string, Route> = {
 function builtInRoute(request: IncomingMessage, response: ServerResponse, url: URL): void {
   const tiny = /^\/tiny\.(\w+)$/.exec(url.pathname)
   const file = tiny ? tinyFiles[tiny[1] as string] : undefined
-  if (file) return serveBytes(request, response, file)
   const route = builtInRoutes[url.pathname.split('/')[1] ?? '']
-  if (route) return route(request, response, url)
-  response.writeHead(404).end('not found')
+  if (file) serveBytes(request, response, file)
+  else if (route) route(request, response, url)
+  else response.writeHead(404).end('not found')
 }
 
 /** A real HTTP server on `host` at a free port that records what it is asked. */

@@ -4,7 +4,7 @@ import { item, listingBody } from './fixtures.js'
 import { describeEachDialect } from './helper.js'
 import { startImageServer, type ImageServer } from './image-server.js'
 
-/** Contract §6 through the API: images are fetched and judged before a listing is stored. */
+/** docs/api.md#images through the API: images are fetched and judged before a listing is stored. */
 
 let images: ImageServer
 before(async () => {

@@ -4,7 +4,7 @@ import { fixtureImages, item, listingBody } from './fixtures.js'
 import { describeEachDialect, type Response, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
 
-// Contract §10: read one listing, change it, withdraw it; statuses and versions.
+// docs/api.md#read-one-listing and #change-a-listing: read one listing, change it, withdraw it; statuses and versions.
 
 const LISTING_ID_SHAPE = /^[0-9A-HJKMNP-TV-Z]{26}$/
 
@@ -39,7 +39,7 @@ async function listedStatus(service: TestService, token: string, id: string): Pr
 }
 
 await describeEachDialect('GET one listing', (service) => {
-  test('answers the listing exactly as §10 shows it, with ETag "1"', async () => {
+  test('answers the listing exactly as docs/api.md#read-one-listing shows it, with ETag "1"', async () => {
     const provider = await service.newProvider({ industry: 'bakery' })
     const body = listingBody(
       {

@@ -12,7 +12,7 @@ import { createTestDatabase, describeEachDialect, type TestProvider, type TestSe
 import { startServer } from './process.js'
 import { parseExposition, samplesOf, valueOf, type Exposition } from './prometheus-text.js'
 
-// GET /metrics (contract §8): requests by route and status, image probes by outcome, database query latency,
+// GET /metrics (docs/operations.md#metrics): requests by route and status, image probes by outcome, database query latency,
 // process metrics; label values bounded, and never a URL, provider id or token.
 
 const REQUESTS = 'listing_http_requests_total'

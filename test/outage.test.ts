@@ -26,7 +26,7 @@ import { killAll, runCli, startServer } from './process.js'
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js'
 
 /**
- * Contract §4 `/problems/unavailable`: a database that is down, silent, locked, read-only or full answers 503
+ * docs/api.md#errors `/problems/unavailable`: a database that is down, silent, locked, read-only or full answers 503
  * (never a 500, never a hang), stores nothing, and the service recovers without a restart. PostgreSQL outages
  * are made by a TCP proxy in this process (the shared server itself is never touched); SQLite ones by another
  * connection holding the write lock, and by pragmas on the service's own connection.
@@ -217,7 +217,7 @@ if (dialects.includes('postgres')) {
         const outcome = await Promise.race([
           waiting.then(
             () => 'finished',
-            (error: Error) => `failed: ${error.message}`,
+            (error: unknown) => `failed: ${(error as Error).message}`,
           ),
           new Promise((resolve) => setTimeout(resolve, 8000, 'waiting')),
         ])
@@ -378,7 +378,7 @@ if (dialects.includes('sqlite')) {
       try {
         other.exec('begin immediate')
         const create = answeredInTime(() => service.create(provider.token, listingBody({}, 5)))
-        // The create waits for the lock on the writer thread (sqlite-writer.ts), not on the event loop: a read
+        // The create waits for the lock on the writer thread (writes/sqlite-thread.ts), not on the event loop: a read
         // sent meanwhile answers at once, and WAL readers do not wait for a writer.
         const startedAt = Date.now()
         const listed = await service.list(provider.token)

@@ -21,12 +21,9 @@ const CONFIG_VARIABLES = Object.keys(ConfigSchema.properties)
  * developer's shell cannot leak into a test), plus `overrides`; an `undefined` override leaves a variable unset.
  */
 export function cleanEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env }
-  for (const name of CONFIG_VARIABLES) delete env[name]
-  for (const [name, value] of Object.entries(overrides)) {
-    if (value === undefined) delete env[name]
-    else env[name] = value
-  }
+  const unset = new Set([...CONFIG_VARIABLES, ...Object.keys(overrides)])
+  const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !unset.has(name)))
+  for (const [name, value] of Object.entries(overrides)) if (value !== undefined) env[name] = value
   return env
 }
 

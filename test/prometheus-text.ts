@@ -49,7 +49,7 @@ function parseLabels(line: string, rest: string): [Record<string, string>, strin
         value += escaped
         at += 2
       } else {
-        value += rest[at]
+        value += rest.charAt(at)
         at += 1
       }
     }

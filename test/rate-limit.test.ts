@@ -25,7 +25,7 @@ import { startServer } from './process.js'
 import { parseExposition, valueOf } from './prometheus-text.js'
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js'
 
-// Contract §8: over RATE_LIMIT_PER_MINUTE requests in a minute, one provider gets 429 with Retry-After; every
+// docs/api.md#rate-limits: over RATE_LIMIT_PER_MINUTE requests in a minute, one provider gets 429 with Retry-After; every
 // response after authentication carries RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers-11).
 
 const LIMIT = 3

@@ -12,7 +12,7 @@ import { createTestDatabase, testDialects, type TestDatabase } from './helper.js
 import { tryConnect } from './http-support.js'
 import { CLI, cleanEnv, killAll, run, startServer, TOKEN_SHAPE, type ServerProcess } from './process.js'
 
-/** Contract §1, §2, §3 (demo provider), §8: the service as `npm start` runs it, a real process on a real database. */
+/** docs/operations.md#commands, the demo provider, #health-and-readiness and #shutdown-and-drain: the service as `npm start` runs it, a real process on a real database. */
 
 after(killAll)
 
@@ -185,7 +185,7 @@ describe('serve on PostgreSQL', { skip: !dialects.includes('postgres') && 'Postg
         await client.end()
       }
 
-      // Contract §8: /readyz is 503 once the database stops answering (here: it is dropped under the server).
+      // docs/operations.md#health-and-readiness: /readyz is 503 once the database stops answering (here: it is dropped under the server).
       await database.drop()
       const id = `readyz-${Date.now()}`
       const unready = await get(server, '/readyz', { 'x-request-id': id })
@@ -314,7 +314,7 @@ function createInTwoHalves(
     req.write(bytes.subarray(0, half))
     between().then(
       () => req.end(bytes.subarray(half)),
-      (error) => {
+      (error: unknown) => {
         req.destroy()
         reject(error)
       },

@@ -6,7 +6,7 @@ import { listingBody } from './fixtures.js'
 import { describeEachDialect, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
 
-// Contract §13: compression by Accept-Encoding, with Vary; ETag and If-None-Match → 304 on pages and listings.
+// docs/api.md#compression and #conditional-requests: compression by Accept-Encoding, with Vary; ETag and If-None-Match → 304 on pages and listings.
 
 interface Raw {
   status: number

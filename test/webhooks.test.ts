@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { describeEachDialect, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
 
-// Contract §11: a provider's webhook endpoints (deliveries: webhook-delivery.test.ts).
+// docs/api.md#webhooks: a provider's webhook endpoints (deliveries: webhook-delivery.test.ts).
 
 const SECRET_SHAPE = /^whsec_[A-Za-z0-9+/]+={0,2}$/
 const ID_SHAPE = /^wh_[0-9A-HJKMNP-TV-Z]{26}$/

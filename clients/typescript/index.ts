@@ -51,6 +51,6 @@ export async function unwrap<T extends Record<string | number, unknown>, O, M ex
   answer: Promise<FetchResponse<T, O, M>>,
 ): Promise<NonNullable<FetchResponse<T, O, M>['data']>> {
   const { data, error, response } = await answer
-  if (error !== undefined) throw new ProblemError(response.status, error as Problem)
+  if (error !== undefined) throw new ProblemError(response.status, error)
   return data as NonNullable<FetchResponse<T, O, M>['data']>
 }

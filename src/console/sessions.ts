@@ -109,7 +109,7 @@ export class ConsoleSessions {
       )
       .executeTakeFirst()
     if (!row) return undefined
-    if (nowMs - Number(row.last_seen_ms) >= TOUCH_AFTER_MS) {
+    if (nowMs - row.last_seen_ms >= TOUCH_AFTER_MS) {
       await this.database.kysely.updateTable('console_sessions').set({ last_seen_ms: nowMs }).where('id_hash', '=', idHash).execute()
     }
     return { id: row.id, name: row.name, industry: row.industry }

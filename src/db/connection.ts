@@ -63,11 +63,8 @@ export function parseDatabaseUrl(url: string): Target {
 }
 
 // BIGINT columns hold millisecond times, counts and thousandths: all far below 2^53, so numbers are exact.
-const pgTypes = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === pg.types.builtins.INT8) return Number
-    return pg.types.getTypeParser(oid, format)
-  },
+const pgTypes: pg.CustomTypesConfig = {
+  getTypeParser: (oid, format) => (oid === pg.types.builtins.INT8 ? Number : (pg.types.getTypeParser(oid, format) as (text: string) => unknown)),
 }
 
 /**
@@ -190,8 +187,8 @@ function withStatements(pool: pg.Pool, queryTimeoutMs: number | undefined): Post
           values,
           query_timeout: queryTimeoutMs,
         }
-        return client.query(config).catch((error: Error) => {
-          if (isDatabaseUnavailable(error) && !(error instanceof pg.DatabaseError)) broken = error
+        return client.query(config).catch((error: unknown) => {
+          if (isDatabaseUnavailable(error) && !(error instanceof pg.DatabaseError)) broken = error as Error
           throw error
         })
       }

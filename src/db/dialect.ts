@@ -9,7 +9,7 @@ import type { DialectName } from './connection.js'
  * advisory lock. SQLite: BEGIN IMMEDIATE takes the database's single write lock up front (a deferred BEGIN
  * would fail instead of waiting).
  */
-export async function beginExclusive(dialect: DialectName, conn: Kysely<any>): Promise<void> {
+export async function beginExclusive<DB>(dialect: DialectName, conn: Kysely<DB>): Promise<void> {
   if (dialect === 'postgres') {
     await sql`begin`.execute(conn)
     // Requests are bounded by statement_timeout (connection.ts); a migration (DDL on big tables, or waiting
@@ -27,7 +27,7 @@ export async function beginExclusive(dialect: DialectName, conn: Kysely<any>): P
  * PostgreSQL locks rows FOR UPDATE (SKIP LOCKED for the sweepers), so two instances changing one row take turns;
  * a SQLite write transaction already holds the database's only write lock (BEGIN IMMEDIATE, connection.ts).
  */
-export const onPostgres = (db: Kysely<any>): boolean => db.getExecutor().adapter instanceof PostgresAdapter
+export const onPostgres = (db: { getExecutor(): { readonly adapter: unknown } }): boolean => db.getExecutor().adapter instanceof PostgresAdapter
 
 /** True for a UNIQUE or PRIMARY KEY violation, in either dialect's words. */
 export function isUniqueViolation(error: unknown): boolean {

@@ -69,7 +69,7 @@ export class ModuleThread<Pending extends { reject(error: unknown): void }, Repl
     })
     // A thread that dies (it could not open the file, or a bug) fails what it held; the next request starts a new one.
     const fail = (error: Error) => {
-      for (const { reject } of this.#pending.values()) reject(error)
+      for (const pending of this.#pending.values()) pending.reject(error)
       this.#pending.clear()
       if (this.#worker === worker) this.#worker = undefined
     }

@@ -44,7 +44,7 @@ export class PreparedQuery<Params extends Record<string, unknown>, Row> {
     const compiled = this.build(this.db, (name) => new Slot(name) as never).compile(this.db)
     const names = compiled.parameters.map((value) => {
       if (!(value instanceof Slot)) throw new Error(`PreparedQuery: parameter ${String(value)} is not a param()`)
-      return value.name as keyof Params
+      return value.name
     })
     return { sql: compiled.sql, query: compiled.query, names }
   }

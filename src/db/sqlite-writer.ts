@@ -6,7 +6,6 @@ import {
   type DatabaseConnection,
   type Dialect,
   type Driver,
-  type Kysely,
   type QueryResult,
 } from 'kysely'
 import { ModuleThread } from './module-worker.js'
@@ -52,12 +51,13 @@ class SqliteWriterDriver implements Driver {
         insertId: reply.lastInsertRowid === undefined ? undefined : BigInt(reply.lastInsertRowid),
       })
     })
-    const run = (query: CompiledQuery): Promise<QueryResult<any>> =>
+    const run = (query: CompiledQuery): Promise<QueryResult<unknown>> =>
       new Promise((resolve, reject) => {
         this.#thread.send((id) => ({ type: 'run', id, sql: query.sql, parameters: query.parameters }) satisfies WriterRequest, { resolve, reject })
       })
     this.#connection = {
-      executeQuery: run,
+      // Rows come back as the statement's; Kysely gives them the query's row type.
+      executeQuery: run as DatabaseConnection['executeQuery'],
       // eslint-disable-next-line require-yield -- the service never streams
       streamQuery: async function* () {
         throw new Error('the SQLite writer does not stream')
@@ -104,7 +104,7 @@ export function sqliteWriterDialect(path: string): Dialect {
   return {
     createAdapter: () => new SqliteAdapter(),
     createDriver: () => new SqliteWriterDriver(path),
-    createIntrospector: (db: Kysely<any>) => new SqliteIntrospector(db),
+    createIntrospector: (db) => new SqliteIntrospector(db),
     createQueryCompiler: () => new SqliteQueryCompiler(),
   }
 }

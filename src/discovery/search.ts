@@ -78,7 +78,7 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
     for (const row of rows) {
       const distance = greatCircleMeters(query.latitude, query.longitude, row.latitude, row.longitude)
       if (distance > within) continue
-      const hit = { id: row.id, distance, expiresAtUnix: Number(row.expires_at_unix) }
+      const hit = { id: row.id, distance, expiresAtUnix: row.expires_at_unix }
       if (isAfter(key(hit), hit.id, query.after)) hits.push(hit)
     }
     return hits

@@ -52,7 +52,7 @@ export async function registerCompression(app: FastifyInstance): Promise<void> {
     const type = String(reply.getHeader('content-type') ?? '')
     const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0
     if (size >= COMPRESSION_THRESHOLD_BYTES && COMPRESSIBLE.test(type) && !/accept-encoding/i.test(String(reply.getHeader('vary') ?? ''))) {
-      reply.header('vary', reply.hasHeader('vary') ? `${reply.getHeader('vary')}, accept-encoding` : 'accept-encoding')
+      reply.header('vary', reply.hasHeader('vary') ? `${String(reply.getHeader('vary'))}, accept-encoding` : 'accept-encoding')
     }
     done(null, payload)
   })

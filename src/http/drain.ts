@@ -78,7 +78,10 @@ export function addDrainHooks(app: FastifyInstance, drain: Drain): void {
   // Callback hooks, not async ones: they run on every request and almost always only read one boolean, which
   // should not cost a promise each.
   app.addHook('onRequest', (request, reply, done) => {
-    if (!drain.draining || request.routeOptions.url === '/healthz') return done()
+    if (!drain.draining || request.routeOptions.url === '/healthz') {
+      done()
+      return
+    }
     reply.header('connection', 'close')
     sendProblem(request, reply, shuttingDown('the service is shutting down; retry on another instance'))
   })

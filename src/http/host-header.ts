@@ -29,13 +29,15 @@ function hostLines(request: FastifyRequest): string[] {
 /** onRequest hook, first of all: the request's Host, before authentication or any other work. */
 export const checkHost: onRequestHookHandler = (request, _reply, done) => {
   const lines = hostLines(request)
-  if (lines.length > 1) return done(hostProblem('must be given once'))
+  done(hostError(request, lines))
+}
+
+function hostError(request: FastifyRequest, lines: string[]): Problem | undefined {
+  if (lines.length > 1) return hostProblem('must be given once')
   const [host] = lines
-  if (host === undefined) {
-    // HTTP/1.0 had no Host header.
-    return done(request.raw.httpVersion === '1.0' ? undefined : hostProblem('is required'))
-  }
-  if (host.length > MAX_HOST_LENGTH) return done(hostProblem(`must be at most ${MAX_HOST_LENGTH} characters`))
-  if (!HOST.test(host)) return done(hostProblem('must be a host name or address, with an optional port'))
-  done()
+  // HTTP/1.0 had no Host header.
+  if (host === undefined) return request.raw.httpVersion === '1.0' ? undefined : hostProblem('is required')
+  if (host.length > MAX_HOST_LENGTH) return hostProblem(`must be at most ${MAX_HOST_LENGTH} characters`)
+  if (!HOST.test(host)) return hostProblem('must be a host name or address, with an optional port')
+  return undefined
 }

@@ -24,7 +24,7 @@ export function answerWrongMethods(app: FastifyInstance): onRequestAsyncHookHand
   const patterns: Array<{ matches: RegExp; methods: Set<string> }> = []
   app.addHook('onRoute', (route) => {
     const methods = [route.method].flat().map((method) => method.toUpperCase())
-    const url = route.url ?? route.path
+    const url = route.url
     if (!url.includes(':') && !url.includes('*')) {
       const known = literal.get(url) ?? new Set<string>()
       methods.forEach((method) => known.add(method))

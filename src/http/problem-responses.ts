@@ -132,7 +132,7 @@ function problemResponse(types: ProblemType[], operation: Operation, componentEx
     description: types.map((type) => `\`/problems/${type}\`: ${problemTypes[type].description}`).join('\n\n'),
     content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' }, examples } },
   }
-  const headers = Object.assign({}, ...types.map((type) => problemHeaders[type] ?? {}))
+  const headers = types.reduce<Record<string, object>>((all, type) => ({ ...all, ...problemHeaders[type] }), {})
   if (Object.keys(headers).length > 0) response.headers = headers
   return response
 }

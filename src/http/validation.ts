@@ -12,10 +12,11 @@ import { cursorFormat } from '../discovery/cursor.js'
 
 // NUL cannot be stored in PostgreSQL text, and a lone surrogate would be silently replaced by U+FFFD on the
 // way to either database: both are refused so that what is stored is exactly what was sent.
+// eslint-disable-next-line no-control-regex -- NUL is what this pattern exists to find.
 export const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u
 
 /** Custom string formats: each with the check and the sentence a provider reads when it fails. */
-const formats: Record<string, { validate(value: string): boolean; message(value: string): string }> = {
+const formats: Record<string, { validate: (value: string) => boolean; message: (value: string) => string }> = {
   text: {
     validate: (value) => !UNSTORABLE.test(value),
     message: () => 'must be valid Unicode text without NUL characters',
@@ -135,23 +136,23 @@ function describe(error: ErrorObject, field: string): { path: string; detail: st
     case 'type':
       return { path: error.instancePath, detail: `must be ${typeNames[String(params.type)] ?? String(params.type)}` }
     case 'minimum':
-      return { path: error.instancePath, detail: `must be >= ${params.limit}` }
+      return { path: error.instancePath, detail: `must be >= ${String(params.limit)}` }
     case 'maximum':
-      return { path: error.instancePath, detail: `must be <= ${params.limit}` }
+      return { path: error.instancePath, detail: `must be <= ${String(params.limit)}` }
     case 'minLength':
       return {
         path: error.instancePath,
-        detail: params.limit === 1 ? 'must not be empty' : `must be at least ${params.limit} characters`,
+        detail: params.limit === 1 ? 'must not be empty' : `must be at least ${String(params.limit)} characters`,
       }
     case 'maxLength':
-      return { path: error.instancePath, detail: `must be at most ${params.limit} characters` }
+      return { path: error.instancePath, detail: `must be at most ${String(params.limit)} characters` }
     case 'minItems':
       return {
         path: error.instancePath,
-        detail: params.limit === 1 ? 'must have at least 1 item' : `must have at least ${params.limit} items`,
+        detail: params.limit === 1 ? 'must have at least 1 item' : `must have at least ${String(params.limit)} items`,
       }
     case 'maxItems':
-      return { path: error.instancePath, detail: `must have at most ${params.limit} items` }
+      return { path: error.instancePath, detail: `must have at most ${String(params.limit)} items` }
     case 'enum':
       return {
         path: error.instancePath,
@@ -162,7 +163,7 @@ function describe(error: ErrorObject, field: string): { path: string; detail: st
       return { path: error.instancePath, detail: format ? format.message(String(error.data)) : String(error.message) }
     }
     case 'pattern':
-      return { path: error.instancePath, detail: `must match the pattern ${params.pattern}` }
+      return { path: error.instancePath, detail: `must match the pattern ${String(params.pattern)}` }
     default:
       return { path: error.instancePath, detail: error.message ?? 'is invalid' }
   }
@@ -209,7 +210,7 @@ const DECIMAL_TEXT = /^-?\d{1,20}(\.\d{1,30})?([eE][+-]?\d{1,3})?$/
 function validateQuery(validate: ValidateFunction, schema: QuerySchema, data: unknown) {
   // No prototype: on a plain object, `converted['__proto__'] = …` would drop the parameter instead of keeping it
   // for the schema to refuse as unknown.
-  const converted: Record<string, unknown> = Object.create(null)
+  const converted = Object.create(null) as Record<string, unknown>
   const repeated: ProblemDetail[] = []
   for (const [name, value] of Object.entries((data ?? {}) as Record<string, unknown>)) {
     if (Array.isArray(value)) {

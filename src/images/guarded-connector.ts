@@ -43,9 +43,16 @@ export function guardedConnector(policy: AddressPolicy, resolve: Resolver): buil
     const addresses = literal !== undefined ? Promise.resolve([literal]) : resolve(host)
     addresses.then(
       (found) => {
-        if (found.length === 0) return callback(new UnresolvableHostError(host), null)
+        const [first] = found
+        if (first === undefined) {
+          callback(new UnresolvableHostError(host), null)
+          return
+        }
         const allowed = found.find((address) => policy(address))
-        if (allowed === undefined) return callback(new ForbiddenAddressError(host, found[0] as string), null)
+        if (allowed === undefined) {
+          callback(new ForbiddenAddressError(host, first), null)
+          return
+        }
         connect(
           {
             ...options,
@@ -54,11 +61,15 @@ export function guardedConnector(policy: AddressPolicy, resolve: Resolver): buil
             servername: options.protocol === 'https:' && literal === undefined ? host : undefined,
           },
           (error, socket) => {
-            if (error || !socket) return callback(error ?? new Error('no socket'), null)
+            if (error) {
+              callback(error, null)
+              return
+            }
             const remote = socket.remoteAddress
             if (remote === undefined || !policy(remote)) {
               socket.destroy()
-              return callback(new ForbiddenAddressError(host, remote ?? 'unknown'), null)
+              callback(new ForbiddenAddressError(host, remote ?? 'unknown'), null)
+              return
             }
             callback(null, socket)
           },

@@ -258,7 +258,8 @@ export class ImageProber {
 
   /**
    * Whether every image was accepted recently: the common create, naming a provider's usual images. It is
-   * answered without a probe, a slot and a promise per image (on a 100-item create those were ~5% of its CPU).
+   * answered without a probe, a slot and a promise per image, which on a create of many items cost a visible share
+   * of its CPU (docs/benchmarks.md#images).
    */
   #allCached(images: ImageRef[]): boolean {
     const now = this.#options.clock()

@@ -9,7 +9,7 @@ export const SNIFF_BYTES = 12
 const startsWith = (head: Uint8Array, bytes: number[], offset = 0) =>
   head.length >= offset + bytes.length && bytes.every((byte, i) => head[offset + i] === byte)
 
-const ascii = (text: string) => [...text].map((c) => c.charCodeAt(0))
+const ascii = (text: string) => Array.from(text, (c) => c.charCodeAt(0))
 
 export function sniffImageFormat(head: Uint8Array): ImageFormat | undefined {
   if (startsWith(head, [0xff, 0xd8, 0xff])) return 'jpeg'

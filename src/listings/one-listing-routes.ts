@@ -76,9 +76,9 @@ const listingResponse = (description: string) =>
 /** docs/api.md#statuses-and-expiry: read one listing, change it, withdraw it. */
 export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions> = async (app, { listings, db, clock }) => {
   /** GET one listing, found by `find` from the route's one path parameter. */
-  const readRoute = <Parameter extends 'listingId' | 'referenceId'>(
+  const readRoute = (
     url: string,
-    parameter: Parameter,
+    parameter: 'listingId' | 'referenceId',
     schema: { operationId: string; summary: string; description: string; params: TSchema },
     find: (providerId: string, value: string) => Promise<ListingState | undefined>,
   ) =>
@@ -95,8 +95,8 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
       },
       async (request, reply) => {
         const provider = providerOf(request)
-        // Typed by hand: TypeScript cannot resolve Fastify's request types for a parameter name left generic.
-        const state = await find(provider.id, (request.params as Record<Parameter, string>)[parameter])
+        // Typed by hand: the two routes' params differ, and this handler serves both.
+        const state = await find(provider.id, (request.params as Record<string, string>)[parameter] ?? '')
         if (!state) throw notFound(parameter)
         const nowMs = clock()
         // The same ETag for every Content-Encoding (docs/api.md#versions-and-entity-tags: the version); most listings are over 1 KiB.

@@ -1,5 +1,6 @@
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
+import { TrailingBatches } from '../trailing-batches.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
 import type { ListingsPageData, PageListing } from './page-view.js'
 import type { ListListingsParams } from './schemas.js'
@@ -35,7 +36,22 @@ export class ListingRepository {
   readonly #byId: PreparedQuery<{ providerId: string; listingId: string }, StateRow>
   readonly #byReference: PreparedQuery<{ providerId: string; referenceId: string }, StateRow>
 
+  /**
+   * PostgreSQL: identical page reads share one query, the next one to start after they arrive (never one that
+   * began before: a client always sees its own acknowledged writes). One provider's page 1 polled by many clients
+   * at once is the common hot spot, and each query is a round trip on a pool of 10. Nothing is kept after the
+   * answer, and requests that share a query are the same request, so they cannot differ in fate. On SQLite a
+   * query runs to its end synchronously: there is nothing in flight to share.
+   */
+  readonly #samePage?: TrailingBatches<{ providerId: string; skip: number; limit: number }, ListingsPageData>
+
   constructor(database: Database) {
+    if (database.dialect === 'postgres') {
+      this.#samePage = new TrailingBatches(async (requests) => {
+        const page = await this.#readPage(requests[0] as { providerId: string; skip: number; limit: number })
+        return requests.map(() => ({ ok: true, value: page }))
+      })
+    }
     this.#referenceQuery = new PreparedQuery(database.kysely, (db, param) =>
       db
         .selectFrom('listings')
@@ -107,8 +123,12 @@ export class ListingRepository {
    * of the provider's counter row: an index range, as cheap at page 10,000 as at page 1, and recordCount is
    * read in the same statement. The left join keeps the provider's row when the page is past the end.
    */
-  async page(providerId: string, { page, limit }: ListListingsParams): Promise<ListingsPageData> {
+  page(providerId: string, { page, limit }: ListListingsParams): Promise<ListingsPageData> {
     const skip = (page - 1) * limit
+    return this.#samePage ? this.#samePage.submit(`${providerId} ${skip} ${limit}`, { providerId, skip, limit }) : this.#readPage({ providerId, skip, limit })
+  }
+
+  async #readPage({ providerId, skip, limit }: { providerId: string; skip: number; limit: number }): Promise<ListingsPageData> {
     const rows = await this.#pageQuery.execute({ providerId, skip, skipPlusLimit: skip + limit })
     const recordCount = rows[0]?.listing_count ?? 0
     const listings: PageListing[] = []

@@ -4,7 +4,7 @@ import type { DialectName } from '../db/connection.js'
 // Frozen, like every migration.
 
 /**
- * Listings change after their creation (contract §10) and every change is an event (§11).
+ * Listings change after their creation (docs/api.md#change-a-listing) and every change is an event (docs/api.md#events).
  *
  * listings gains its version, its last change, the withdrawal, a sold-out flag for pages (derived from the
  * quantities, kept by the writers), whether its expiry has been recorded, and items_record: its items with every

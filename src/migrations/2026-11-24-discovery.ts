@@ -10,7 +10,7 @@ const EXPIRY_EPOCH_UNIX = 1_767_225_600
 const EXPIRY_SCALE = 10_000 / 6_371_008.8 / 3600
 
 /**
- * Discovery (contract §12).
+ * Discovery (docs/api.md#discovery).
  *
  * marketplaces and marketplace_tokens: the second kind of client, with tokens of its own (same shape and
  * hashing as providers' tokens; `token revoke` revokes either kind).

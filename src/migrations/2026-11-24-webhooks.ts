@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely'
 // Frozen, like every migration.
 
 /**
- * Webhooks (contract §11).
+ * Webhooks (docs/api.md#webhooks).
  *
  * webhook_endpoints: a provider's receivers. event_mask says which event types each wants (webhooks/event-mask.ts:
  * one bit per type), so the outbox can pick an event's endpoints with one indexed statement inside the change's

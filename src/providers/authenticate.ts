@@ -87,7 +87,7 @@ export function authenticate(providers: ProviderRepository, clock: Clock): onReq
     const principal = request.principal ?? (await principalOfBearer(request))
     request.principal = principal
     request.provider = principal.kind === 'provider' ? principal.provider : null
-    const wanted = request.routeOptions.config?.principal ?? 'provider'
+    const wanted = request.routeOptions.config.principal ?? 'provider'
     if (!request.is404 && principal.kind !== wanted) throw forbidden(wanted, principal.kind)
   }
 }

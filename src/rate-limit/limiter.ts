@@ -46,8 +46,8 @@ export interface RateLimiter {
    * onReady hook: gives the store a moment to connect, so that the first requests after a start are counted
    * (and no warning is logged for them). A store still down after it is no reason not to start: requests fail open.
    */
-  ready(): Promise<void>
-  close(): Promise<void>
+  ready: () => Promise<void>
+  close: () => Promise<void>
 }
 
 /**

@@ -40,7 +40,7 @@ interface Owned {
   endpointId: string
 }
 
-const iso = (ms: number) => new Date(Number(ms)).toISOString()
+const iso = (ms: number) => new Date(ms).toISOString()
 
 /** An endpoint as the API shows it: never its secret. */
 export function endpointView(row: EndpointRow): WebhookEndpoint {
@@ -182,24 +182,24 @@ export class WebhookRepository {
       ...pending.map((row) => ({
         eventId: row.event_id,
         type: row.event_type as EventType,
-        attempt: Number(row.attempts) + 1,
+        attempt: row.attempts + 1,
         outcome: 'pending' as const,
         responseStatus: null,
         durationMs: null,
         at: iso(row.next_attempt_at_ms),
         error: null,
-        atMs: Number(row.next_attempt_at_ms),
+        atMs: row.next_attempt_at_ms,
       })),
       ...made.map((row) => ({
         eventId: row.event_id,
         type: row.event_type as EventType,
-        attempt: Number(row.attempt),
+        attempt: row.attempt,
         outcome: row.outcome,
-        responseStatus: row.response_status === null ? null : Number(row.response_status),
-        durationMs: Number(row.duration_ms),
+        responseStatus: row.response_status === null ? null : row.response_status,
+        durationMs: row.duration_ms,
         at: iso(row.at_ms),
         error: row.error,
-        atMs: Number(row.at_ms),
+        atMs: row.at_ms,
       })),
     ]
     entries.sort((a, b) => b.atMs - a.atMs)

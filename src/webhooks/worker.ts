@@ -31,6 +31,8 @@ export interface DeliveryWorkerOptions {
   observer?: AttemptObserver
   /** Whether the API is busy (http/request-pressure.ts): deliveries then slow down to BUSY_CLAIM a poll. */
   busy?: () => boolean
+  /** Told how many deliveries each claim took: what a test waits on to see that nothing more is due. */
+  onClaim?: (taken: number) => void
 }
 
 const NO_OBSERVER: AttemptObserver = { attempted: () => {}, firstAttemptLag: () => {} }
@@ -65,10 +67,10 @@ const REST_AFTER_FAILURE_MS = 200
 const CLAIM_COALESCE_MS = 10
 
 /**
- * While the API is busy, a claim takes at most this many deliveries and only the poll claims (every pollMs):
- * about 50 a second with the default poll, against 1,000–1,700 a second at full speed on the benchmark's machine.
- * Requests come first: on 2 cores, delivering at full speed beside saturating creates cost them a third of
- * their throughput (docs/benchmarks.md). Deliveries never stop, and catch up at full speed once the load eases.
+ * While the API is busy, a claim takes at most this many deliveries and only the poll claims (every pollMs),
+ * far below full speed. Requests come first: delivering at full speed beside saturating creates took a large
+ * share of their throughput (docs/benchmarks.md#webhooks). Deliveries never stop, and catch up at full speed
+ * once the load eases.
  */
 const BUSY_CLAIM = 12
 
@@ -85,7 +87,7 @@ export class DeliveryWorker {
   readonly #recorder: TrailingBatches<AttemptRecord, void>
   readonly #inFlight = new Set<Promise<void>>()
   /** Attempts in flight per endpoint. */
-  readonly #running: Record<string, number> = {}
+  readonly #running = new Map<string, number>()
   /** Endpoints resting after a failure, until then (performance.now()). */
   readonly #resting = new Map<string, number>()
   /** One per attempt in flight: stop() aborts what is left of them. */
@@ -96,7 +98,7 @@ export class DeliveryWorker {
   #claimSoon?: NodeJS.Timeout
 
   constructor(options: DeliveryWorkerOptions) {
-    this.#options = { maxInFlight: 128, perEndpoint: 32, pollMs: 250, random: Math.random, observer: NO_OBSERVER, busy: () => false, ...options }
+    this.#options = { maxInFlight: 128, perEndpoint: 32, pollMs: 250, random: Math.random, observer: NO_OBSERVER, busy: () => false, onClaim: () => {}, ...options }
     const { logger, db, clock } = this.#options
     this.#periodic = new Periodic(
       () => this.#claimAndStart(),
@@ -149,9 +151,10 @@ export class DeliveryWorker {
         limit,
         leaseUntilMs: nowMs + timeoutMs + LEASE_MARGIN_MS,
         perEndpoint,
-        running: { ...this.#running },
+        running: Object.fromEntries(this.#running),
         resting: [...this.#resting.keys()],
       })
+      this.#options.onClaim(deliveries.length)
       for (const delivery of deliveries) this.#start(delivery)
       this.#backlogged = more
       // What is left is for endpoints at their share: their attempts ending will call the next claim. While the
@@ -162,12 +165,14 @@ export class DeliveryWorker {
 
   #start(delivery: ClaimedDelivery): void {
     const endpointId = delivery.endpoint_id
-    this.#running[endpointId] = (this.#running[endpointId] ?? 0) + 1
+    this.#running.set(endpointId, (this.#running.get(endpointId) ?? 0) + 1)
     const attempt: Promise<void> = this.#attempt(delivery)
       .catch((error: unknown) => this.#options.logger.warn({ err: error, endpointId }, 'webhook attempt could not be recorded'))
       .finally(() => {
         this.#inFlight.delete(attempt)
-        if (--(this.#running[endpointId] as number) === 0) delete this.#running[endpointId]
+        const left = (this.#running.get(endpointId) ?? 1) - 1
+        if (left === 0) this.#running.delete(endpointId)
+        else this.#running.set(endpointId, left)
         if (this.#backlogged && !this.#stopping && !this.#options.busy()) this.#claimSoon ??= setTimeout(() => {
           this.#claimSoon = undefined
           this.#periodic.wake()

@@ -1,81 +1,72 @@
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { promisify } from 'node:util'
-import { after, before, describe, test } from 'node:test'
-import { compileErrors, dereference, validate } from '@readme/openapi-parser'
 import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
-import { problemTypes, type ProblemType } from '../src/errors.js'
+import type { ProblemType } from '../src/errors.js'
 import { createAjv } from '../src/http/validation.js'
 import { fixtureImages, listingBody } from './fixtures.js'
 import { startService, type Response, type TestService } from './helper.js'
-import { assertProblem } from './http-support.js'
 
-// GET /openapi.json and GET /docs (contract §8): the document is valid OpenAPI 3.1, its examples are what the
-// service accepts and answers, and every route and every error a route can answer with is in it.
+// What the openapi-*.test.ts files share. They check GET /openapi.json and GET /docs (docs/api.md): the document
+// is valid OpenAPI 3.1, its examples are what the service accepts and answers, and every route and every error a
+// route can answer with is in it. The document does not depend on the dialect, so each file uses one SQLite
+// service.
 
-const CREATE = 'POST /api/v1/listing/create'
-const LIST = 'GET /api/v1/listing'
-const ONE = 'GET /api/v1/listing/{listingId}'
-const BY_REFERENCE = 'GET /api/v1/listing/by-reference/{referenceId}'
-const PATCH = 'PATCH /api/v1/listing/{listingId}'
-const WITHDRAW = 'POST /api/v1/listing/{listingId}/withdraw'
-const EVENTS = 'GET /api/v1/events'
-const WEBHOOK_CREATE = 'POST /api/v1/webhooks'
-const WEBHOOK_LIST = 'GET /api/v1/webhooks'
-const WEBHOOK_ONE = 'GET /api/v1/webhooks/{webhookId}'
-const WEBHOOK_DELETE = 'DELETE /api/v1/webhooks/{webhookId}'
-const WEBHOOK_ROTATE = 'POST /api/v1/webhooks/{webhookId}/rotate-secret'
-const WEBHOOK_ENABLE = 'POST /api/v1/webhooks/{webhookId}/enable'
-const WEBHOOK_DELIVERIES = 'GET /api/v1/webhooks/{webhookId}/deliveries'
+export const CREATE = 'POST /api/v1/listing/create'
+export const LIST = 'GET /api/v1/listing'
+export const ONE = 'GET /api/v1/listing/{listingId}'
+export const BY_REFERENCE = 'GET /api/v1/listing/by-reference/{referenceId}'
+export const PATCH = 'PATCH /api/v1/listing/{listingId}'
+export const WITHDRAW = 'POST /api/v1/listing/{listingId}/withdraw'
+export const EVENTS = 'GET /api/v1/events'
+export const WEBHOOK_CREATE = 'POST /api/v1/webhooks'
+export const WEBHOOK_LIST = 'GET /api/v1/webhooks'
+export const WEBHOOK_ONE = 'GET /api/v1/webhooks/{webhookId}'
+export const WEBHOOK_DELETE = 'DELETE /api/v1/webhooks/{webhookId}'
+export const WEBHOOK_ROTATE = 'POST /api/v1/webhooks/{webhookId}/rotate-secret'
+export const WEBHOOK_ENABLE = 'POST /api/v1/webhooks/{webhookId}/enable'
+export const WEBHOOK_DELIVERIES = 'GET /api/v1/webhooks/{webhookId}/deliveries'
 /** The webhook routes that name an endpoint, each as its method and a path to one (`:id`). */
-const WEBHOOK_ROUTES_OF_ONE: Array<[route: string, method: string, path: string]> = [
+export const WEBHOOK_ROUTES_OF_ONE: Array<[route: string, method: string, path: string]> = [
   [WEBHOOK_ONE, 'GET', '/api/v1/webhooks/:id'],
   [WEBHOOK_DELETE, 'DELETE', '/api/v1/webhooks/:id'],
   [WEBHOOK_ROTATE, 'POST', '/api/v1/webhooks/:id/rotate-secret'],
   [WEBHOOK_ENABLE, 'POST', '/api/v1/webhooks/:id/enable'],
   [WEBHOOK_DELIVERIES, 'GET', '/api/v1/webhooks/:id/deliveries'],
 ]
-const UNKNOWN_WEBHOOK = `wh_${'0'.repeat(26)}`
-const WEBHOOK_BODY = { url: 'https://pos.example.com/hooks/listings' }
-const DISCOVER = 'GET /api/v1/discover'
+export const UNKNOWN_WEBHOOK = `wh_${'0'.repeat(26)}`
+export const WEBHOOK_BODY = { url: 'https://pos.example.com/hooks/listings' }
+export const DISCOVER = 'GET /api/v1/discover'
 /** Where aListing's listings are (listingBody's location): discovery provocations look there. */
-const DISCOVER_PATH = '/api/v1/discover?latitude=24.7136&longitude=46.6753'
-const READY = 'GET /readyz'
-const METRICS = 'GET /metrics'
-const ONE_MIB = 1024 * 1024
+export const DISCOVER_PATH = '/api/v1/discover?latitude=24.7136&longitude=46.6753'
+export const READY = 'GET /readyz'
+export const METRICS = 'GET /metrics'
+export const ONE_MIB = 1024 * 1024
 
 // The document is walked generically; `any` keeps that readable.
-type Document = any
+export type Document = any
 
-const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 
 /** Every operation of the document as "METHOD /path" with the operation itself. */
-function operationsOf(document: Document): Array<[route: string, operation: any]> {
+export function operationsOf(document: Document): Array<[route: string, operation: any]> {
   return Object.entries(document.paths ?? {}).flatMap(([path, item]: [string, any]) =>
     HTTP_METHODS.filter((method) => item[method]).map((method): [string, any] => [`${method.toUpperCase()} ${path}`, item[method]]),
   )
 }
 
 /** Every example of a media type object: `example` and each `examples` entry's `value`, by name. */
-function examplesOf(media: any): Array<[name: string, value: unknown]> {
-  const examples: Array<[string, unknown]> = Object.entries(media.examples ?? {}).map(([name, example]: [string, any]) => [
-    name,
-    example.value,
-  ])
+export function examplesOf(media: any): Array<[name: string, value: unknown]> {
+  const examples: Array<[string, unknown]> = Object.entries(media.examples ?? {}).map(([name, example]: [string, any]) => [name, example.value])
   if (media.example !== undefined) examples.push(['example', media.example])
   return examples
 }
 
 // The service's own Ajv: the same custom formats and the exact multipleOf its validator uses.
-const ajv = createAjv()
+export const ajv = createAjv()
 
 /** Asserts that `value` matches `schema`, a schema of the dereferenced document. */
-function assertMatches(schema: object, value: unknown, context: string): void {
+export function assertMatches(schema: object, value: unknown, context: string): void {
   const check = ajv.compile(schema)
   // Ajv fills defaults in what it validates: the value itself stays as it is.
   assert.ok(check(structuredClone(value)), `${context}: ${ajv.errorsText(check.errors)}`)
@@ -85,7 +76,7 @@ function assertMatches(schema: object, value: unknown, context: string): void {
  * Every route the app serves, as "METHOD /path", read from Fastify's route tree (it has no other public list):
  * each line is a path segment indented four characters per level, with its methods in parentheses.
  */
-function registeredRoutes(app: FastifyInstance): string[] {
+export function registeredRoutes(app: FastifyInstance): string[] {
   const segments: string[] = []
   const routes: string[] = []
   for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
@@ -101,7 +92,7 @@ function registeredRoutes(app: FastifyInstance): string[] {
   return routes
 }
 
-async function fetchDocument(service: TestService): Promise<Document> {
+export async function fetchDocument(service: TestService): Promise<Document> {
   // No token: the document is public.
   const response = await service.request('GET', '/openapi.json')
   assert.equal(response.status, 200, response.text)
@@ -111,7 +102,7 @@ async function fetchDocument(service: TestService): Promise<Document> {
 
 // ---- the error statuses each route can answer with ---------------------------------------------------------------
 
-interface Provocation {
+export interface Provocation {
   route: string
   send(service: TestService, token: string): Promise<Response>
   /** Puts the service in the state the problem needs first (a broken database, a drain); such a provocation gets a service of its own. */
@@ -120,13 +111,13 @@ interface Provocation {
   env?: Record<string, string>
 }
 
-const withImage = (url: string) => listingBody({ brand: { ...listingBody().brand, imageUrl: url } })
+export const withImage = (url: string) => listingBody({ brand: { ...listingBody().brand, imageUrl: url } })
 
 /**
  * A provocation sent while the service's reads fail at once. Readers wait for nobody in WAL mode; out of it,
  * another connection's exclusive lock stops them, and without busy_timeout they fail instead of waiting.
  */
-function whileLockedOut(route: string, send: Provocation['send']): Provocation {
+export function whileLockedOut(route: string, send: Provocation['send']): Provocation {
   let lockHolder: SQLite.Database | undefined
   return {
     route,
@@ -147,7 +138,7 @@ function whileLockedOut(route: string, send: Provocation['send']): Provocation {
 }
 
 /** The provocation with the service's marketplace token made before its own preparation (which may lock the database). */
-function marketplaceFirst(provocation: Provocation): Provocation {
+export function marketplaceFirst(provocation: Provocation): Provocation {
   return {
     ...provocation,
     async prepare(service, token) {
@@ -158,29 +149,29 @@ function marketplaceFirst(provocation: Provocation): Provocation {
 }
 
 /** A listing of the provider with `token`, its id and referenceId. */
-async function aListing(service: TestService, token: string): Promise<{ id: string; referenceId: string }> {
+export async function aListing(service: TestService, token: string): Promise<{ id: string; referenceId: string }> {
   const body = listingBody({}, 2)
   const created = await service.create(token, body)
   assert.equal(created.status, 201, created.text)
   return { id: created.body.listingId, referenceId: body.referenceId }
 }
 
-const UNKNOWN_LISTING = '0'.repeat(26)
+export const UNKNOWN_LISTING = '0'.repeat(26)
 
 /** A webhook endpoint of the provider with `token`: its id. */
-async function anEndpoint(service: TestService, token: string): Promise<string> {
+export async function anEndpoint(service: TestService, token: string): Promise<string> {
   const created = await service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY })
   assert.equal(created.status, 201, created.text)
   return created.body.id
 }
 
 /** A request to a webhook route of one endpoint. */
-const toEndpoint = (service: TestService, token: string | undefined, method: string, path: string, id: string) =>
+export const toEndpoint = (service: TestService, token: string | undefined, method: string, path: string, id: string) =>
   service.request(method, path.replace(':id', id), { token })
 
 /** One marketplace token per service: discovery is the one route a provider's token cannot use (403). */
-const marketplaceTokens = new WeakMap<TestService, Promise<string>>()
-function marketplaceToken(service: TestService): Promise<string> {
+export const marketplaceTokens = new WeakMap<TestService, Promise<string>>()
+export function marketplaceToken(service: TestService): Promise<string> {
   let token = marketplaceTokens.get(service)
   if (!token) marketplaceTokens.set(service, (token = service.newMarketplace().then((marketplace) => marketplace.token)))
   return token
@@ -190,13 +181,12 @@ function marketplaceToken(service: TestService): Promise<string> {
  * The routes every request of which needs a token: a request each, by `token` (none: no Authorization header),
  * that a provider with a listing may send. Their 401 and 429 provocations are made from it.
  */
-const authenticated: Record<string, (service: TestService, token: string | undefined) => Promise<Response>> = {
+export const authenticated: Record<string, (service: TestService, token: string | undefined) => Promise<Response>> = {
   [CREATE]: (service, token) => service.request('POST', '/api/v1/listing/create', { token, json: listingBody() }),
   [LIST]: (service, token) => service.request('GET', '/api/v1/listing', { token }),
   [ONE]: (service, token) => service.request('GET', `/api/v1/listing/${UNKNOWN_LISTING}`, { token }),
   [BY_REFERENCE]: (service, token) => service.request('GET', '/api/v1/listing/by-reference/unknown', { token }),
-  [PATCH]: (service, token) =>
-    service.request('PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`, { token, json: { items: [{ position: 0, quantity: 1 }] } }),
+  [PATCH]: (service, token) => service.request('PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`, { token, json: { items: [{ position: 0, quantity: 1 }] } }),
   [WITHDRAW]: (service, token) => service.request('POST', `/api/v1/listing/${UNKNOWN_LISTING}/withdraw`, { token }),
   [EVENTS]: (service, token) => service.request('GET', '/api/v1/events', { token }),
   [WEBHOOK_CREATE]: (service, token) => service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY }),
@@ -208,16 +198,15 @@ const authenticated: Record<string, (service: TestService, token: string | undef
     ]),
   ),
   // Discovery is a marketplace's: a request that has a token sends the service's marketplace token instead.
-  [DISCOVER]: async (service, token) =>
-    service.request('GET', DISCOVER_PATH, { token: token === undefined ? undefined : await marketplaceToken(service) }),
+  [DISCOVER]: async (service, token) => service.request('GET', DISCOVER_PATH, { token: token === undefined ? undefined : await marketplaceToken(service) }),
 }
 
 /** Without a token: 401 from every authenticated route. */
-const unauthorizedEverywhere = (): Provocation[] =>
+export const unauthorizedEverywhere = (): Provocation[] =>
   Object.entries(authenticated).map(([route, send]) => ({ route, send: (service) => send(service, undefined) }))
 
 /** A budget of one request: a first one spends it (whatever it answers but 429), the second is refused. */
-const rateLimitedEverywhere = (): Provocation[] =>
+export const rateLimitedEverywhere = (): Provocation[] =>
   Object.entries(authenticated).map(([route, send]) => ({
     route,
     env: { RATE_LIMIT_PER_MINUTE: '1' },
@@ -228,16 +217,14 @@ const rateLimitedEverywhere = (): Provocation[] =>
   }))
 
 /** A column the route reads, renamed: the route then fails with an unexpected error. */
-const renameColumn = (table: string, column: string) => (service: TestService) =>
-  sql`alter table ${sql.ref(table)} rename column ${sql.ref(column)} to ${sql.ref(`${column}_gone`)}`
-    .execute(service.database.kysely)
-    .then(() => {})
+export const renameColumn = (table: string, column: string) => (service: TestService) =>
+  sql`alter table ${sql.ref(table)} rename column ${sql.ref(column)} to ${sql.ref(`${column}_gone`)}`.execute(service.database.kysely).then(() => {})
 
 /**
  * A write sent while another connection holds SQLite's write lock past busy_timeout (5 s): writes wait on the
  * writer thread, then give up. Reads are not stopped by a writer in WAL mode, so this provokes writes only.
  */
-function whileWriteLocked(route: string, send: (service: TestService, token: string, listingId: string) => Promise<Response>): Provocation {
+export function whileWriteLocked(route: string, send: (service: TestService, token: string, listingId: string) => Promise<Response>): Provocation {
   let lockHolder: SQLite.Database | undefined
   let listingId = ''
   return {
@@ -258,7 +245,7 @@ function whileWriteLocked(route: string, send: (service: TestService, token: str
 }
 
 /** Real values for the parameters that name things: a listing of the provider with `token`, and its first event. */
-async function realParameters(service: TestService, token: string, query: URLSearchParams): Promise<Record<string, string>> {
+export async function realParameters(service: TestService, token: string, query: URLSearchParams): Promise<Record<string, string>> {
   const { id, referenceId } = await aListing(service, token)
   await aListing(service, token)
   const events = await service.request('GET', '/api/v1/events', { token })
@@ -274,17 +261,17 @@ let listingOfRenamed = { id: '', referenceId: '' }
 let endpointOfRenamed = ''
 
 /** A table every create writes (its event): without it a create fails with an unexpected error. */
-const dropItems = (service: TestService) => sql`drop table events`.execute(service.database.kysely).then(() => {})
+export const dropItems = (service: TestService) => sql`drop table events`.execute(service.database.kysely).then(() => {})
 
 /** A column every non-empty page reads (its listings' items): renamed, a page fails unexpectedly. */
-const renamePageColumn = renameColumn('listings', 'items_record')
+export const renamePageColumn = renameColumn('listings', 'items_record')
 
 /**
  * How to make each route answer with each problem type it can answer with. Keyed by every problem type, so a new
  * type does not compile here until the test knows which routes answer with it; the test then checks that the
  * document describes exactly these, no more and no fewer.
  */
-const provocations: Record<ProblemType, Provocation[]> = {
+export const provocations: Record<ProblemType, Provocation[]> = {
   'invalid-request': [
     { route: CREATE, send: (service, token) => service.create(token, {}) },
     { route: LIST, send: (service, token) => service.list(token, '?limit=51') },
@@ -310,15 +297,12 @@ const provocations: Record<ProblemType, Provocation[]> = {
       },
     })),
   ],
-  'image-unavailable': [
-    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) },
-  ],
+  'image-unavailable': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) }],
   unauthorized: unauthorizedEverywhere(),
   // A token of the other kind than the route serves: a marketplace's on every provider route, a provider's on discovery.
   forbidden: Object.entries(authenticated).map(([route, send]) => ({
     route,
-    send: async (service, token) =>
-      route === DISCOVER ? service.request('GET', DISCOVER_PATH, { token }) : send(service, await marketplaceToken(service)),
+    send: async (service, token) => (route === DISCOVER ? service.request('GET', DISCOVER_PATH, { token }) : send(service, await marketplaceToken(service))),
   })),
   'not-found': [ONE, PATCH, WITHDRAW, BY_REFERENCE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) => ({
     route,
@@ -397,9 +381,7 @@ const provocations: Record<ProblemType, Provocation[]> = {
         headers: { 'content-type': 'application/json' },
       }),
   })),
-  'image-too-large': [
-    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/size/6000000'))) },
-  ],
+  'image-too-large': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/size/6000000'))) }],
   'unsupported-media-type': [
     [CREATE, 'POST', '/api/v1/listing/create'],
     [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
@@ -409,9 +391,7 @@ const provocations: Record<ProblemType, Provocation[]> = {
     send: (service, token) =>
       service.request(method as string, path as string, { token, raw: JSON.stringify(listingBody()), headers: { 'content-type': 'text/plain' } }),
   })),
-  'unsupported-image-format': [
-    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/tiny.pdf'))) },
-  ],
+  'unsupported-image-format': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/tiny.pdf'))) }],
   'rate-limited': rateLimitedEverywhere(),
   internal: [
     { route: CREATE, prepare: dropItems, send: (service, token) => service.create(token, listingBody()) },
@@ -423,23 +403,21 @@ const provocations: Record<ProblemType, Provocation[]> = {
       },
       send: (service, token) => service.list(token),
     },
-    ...[ONE, BY_REFERENCE, PATCH, WITHDRAW].map(
-      (route): Provocation => ({
-        route,
-        async prepare(service, token) {
-          const { id, referenceId } = await aListing(service, token)
-          listingOfRenamed = { id, referenceId }
-          await renameColumn('listings', 'items_record')(service)
-        },
-        send: (service, token) => {
-          const { id, referenceId } = listingOfRenamed
-          if (route === BY_REFERENCE) return service.request('GET', `/api/v1/listing/by-reference/${referenceId}`, { token })
-          if (route === ONE) return service.request('GET', `/api/v1/listing/${id}`, { token })
-          if (route === PATCH) return service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } })
-          return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })
-        },
-      }),
-    ),
+    ...[ONE, BY_REFERENCE, PATCH, WITHDRAW].map((route): Provocation => ({
+      route,
+      async prepare(service, token) {
+        const { id, referenceId } = await aListing(service, token)
+        listingOfRenamed = { id, referenceId }
+        await renameColumn('listings', 'items_record')(service)
+      },
+      send: (service, token) => {
+        const { id, referenceId } = listingOfRenamed
+        if (route === BY_REFERENCE) return service.request('GET', `/api/v1/listing/by-reference/${referenceId}`, { token })
+        if (route === ONE) return service.request('GET', `/api/v1/listing/${id}`, { token })
+        if (route === PATCH) return service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } })
+        return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })
+      },
+    })),
     {
       route: EVENTS,
       async prepare(service, token) {
@@ -454,16 +432,14 @@ const provocations: Record<ProblemType, Provocation[]> = {
       send: (service: TestService, token: string) => authenticated[route]!(service, token),
     })),
     // Each reads or returns the endpoint's url; a delete removes its log, whose table loses a column here.
-    ...WEBHOOK_ROUTES_OF_ONE.map(
-      ([route, method, path]): Provocation => ({
-        route,
-        async prepare(service, token) {
-          endpointOfRenamed = await anEndpoint(service, token)
-          await (route === WEBHOOK_DELETE ? renameColumn('webhook_attempts', 'endpoint_id') : renameColumn('webhook_endpoints', 'url'))(service)
-        },
-        send: (service, token) => toEndpoint(service, token, method, path, endpointOfRenamed),
-      }),
-    ),
+    ...WEBHOOK_ROUTES_OF_ONE.map(([route, method, path]): Provocation => ({
+      route,
+      async prepare(service, token) {
+        endpointOfRenamed = await anEndpoint(service, token)
+        await (route === WEBHOOK_DELETE ? renameColumn('webhook_attempts', 'endpoint_id') : renameColumn('webhook_endpoints', 'url'))(service)
+      },
+      send: (service, token) => toEndpoint(service, token, method, path, endpointOfRenamed),
+    })),
     {
       route: DISCOVER,
       async prepare(service, token) {
@@ -506,7 +482,7 @@ const provocations: Record<ProblemType, Provocation[]> = {
 }
 
 /** Sends a provocation, on a service of its own when it breaks the database or needs its own configuration. */
-async function provoke(service: TestService, provocation: Provocation): Promise<Response> {
+export async function provoke(service: TestService, provocation: Provocation): Promise<Response> {
   if (!provocation.prepare && !provocation.env) return provocation.send(service, (await service.newProvider()).token)
   const own = await startService('sqlite', { env: provocation.env })
   try {
@@ -518,191 +494,3 @@ async function provoke(service: TestService, provocation: Provocation): Promise<
     await own.close()
   }
 }
-
-// The document does not depend on the dialect, so one SQLite service serves every test here.
-describe('GET /openapi.json and GET /docs', () => {
-  const service = {} as TestService
-  // Example image URLs name public hosts this machine cannot reach; images are checked after validation, so
-  // accepting every image here keeps these tests about the document, not the network.
-  const acceptingImages = {} as TestService
-  let document: Document
-
-  before(async () => {
-    Object.assign(service, await startService('sqlite'))
-    Object.assign(acceptingImages, await startService('sqlite', { checkImages: async () => {} }))
-    document = await fetchDocument(service)
-  })
-  after(async () => {
-    await service.close?.()
-    await acceptingImages.close?.()
-  })
-
-  test('is OpenAPI 3.1 that an OpenAPI parser validates, with info, servers, summaries and descriptions', async () => {
-    assert.equal(document.openapi, '3.1.0')
-    const result = await validate(structuredClone(document))
-    assert.ok(result.valid, compileErrors(result))
-    assert.ok(document.info.description.length > 0)
-    assert.ok(document.servers.length > 0)
-    for (const [route, operation] of operationsOf(document)) {
-      assert.ok(operation.summary, `${route} has no summary`)
-      assert.ok(operation.description, `${route} has no description`)
-      assert.ok(operation.operationId, `${route} has no operationId`)
-    }
-  })
-
-  test('describes every route but its own, /api/v1 ones with the bearer scheme; /openapi.json and /docs need no token', async () => {
-    const documentation = / \/(openapi\.json|docs)(\/|$)/
-    // The provider console's page, assets and session routes are the console's, not the API's (src/console).
-    const consoleRoutes = / \/console(\/|\*|$)/
-    const routes = registeredRoutes(service.app).filter(
-      (route) => !route.startsWith('HEAD ') && !documentation.test(route) && !consoleRoutes.test(route),
-    )
-    // The route tree was read: the two API routes are among what it lists.
-    assert.ok(routes.includes(CREATE) && routes.includes(LIST), routes.join('\n'))
-    const scheme = document.components.securitySchemes.bearerAuth
-    assert.deepEqual({ type: scheme.type, scheme: scheme.scheme }, { type: 'http', scheme: 'bearer' })
-    const documented = new Map(operationsOf(document))
-    for (const route of routes) {
-      const operation = documented.get(route)
-      assert.ok(operation, `${route} is not in the document`)
-      const security = route.includes(' /api/v1/') ? [{ bearerAuth: [] }] : []
-      assert.deepEqual(operation.security, security, route)
-    }
-    assert.ok(![...documented.keys()].some((route) => documentation.test(route)))
-    assert.equal((await service.request('GET', '/docs')).status, 200)
-  })
-
-  test('each operation, sent with its request examples, succeeds with a documented response matching its schema', async () => {
-    const resolved = await dereference(structuredClone(document))
-    for (const [route, operation] of operationsOf(resolved)) {
-      const [method, template] = route.split(' ') as [string, string]
-      const providerToken = (operation.security ?? []).length > 0 ? (await acceptingImages.newProvider()).token : undefined
-      // Discovery is for marketplace tokens; every other route with security is a provider's.
-      const token = providerToken !== undefined && operation.tags?.includes('discovery') ? await marketplaceToken(acceptingImages) : providerToken
-      const examples = new URLSearchParams()
-      for (const parameter of operation.parameters ?? []) {
-        if (parameter.in === 'query' && parameter.name !== 'cursor' && parameter.name !== 'limit') examples.set(parameter.name, String(parameter.example))
-      }
-      // Ids in examples name nothing that exists: path parameters, the feed's `after` and discovery's `cursor` name real things instead.
-      const real = providerToken === undefined ? {} : await realParameters(acceptingImages, providerToken, examples)
-      let path = template
-      const query = new URLSearchParams()
-      const headers: Record<string, string> = {}
-      for (const parameter of operation.parameters ?? []) {
-        assert.notEqual(parameter.example, undefined, `${route}: parameter ${parameter.name} has no example`)
-        const value = real[parameter.name] ?? String(parameter.example)
-        if (parameter.in === 'path') path = path.replace(`{${parameter.name}}`, encodeURIComponent(value))
-        else if (parameter.in === 'header') headers[parameter.name] = value
-        else query.set(parameter.name, value)
-      }
-      const search = query.size > 0 ? `?${query}` : ''
-      const bodies = examplesOf(operation.requestBody?.content?.['application/json'] ?? {})
-      if (operation.requestBody) assert.ok(bodies.length > 0, `${route} has no request example`)
-      for (const [name, body] of bodies.length > 0 ? bodies : [['no body', undefined] as const]) {
-        const response = await acceptingImages.request(method, `${path}${search}`, { token, json: body, headers })
-        const context = `${route}${search} (${name}): ${response.status} ${response.text.slice(0, 500)}`
-        assert.ok([200, 201, 204].includes(response.status), context)
-        if (response.status === 204) {
-          assert.ok(operation.responses[204], `the document does not describe ${context}`)
-          assert.equal(response.text, '', context)
-          continue
-        }
-        // JSON for the API; the Prometheus text of /metrics is text/plain.
-        const mediaType = response.headers.get('content-type')?.split(';')[0] ?? ''
-        const media = operation.responses[response.status]?.content?.[mediaType]
-        assert.ok(media, `the document does not describe ${context} as ${mediaType}`)
-        assertMatches(media.schema, mediaType === 'application/json' ? response.body : response.text, context)
-      }
-    }
-  })
-
-  test('every response has an example, and every example matches its response schema', async () => {
-    const resolved = await dereference(structuredClone(document))
-    for (const [route, operation] of operationsOf(resolved)) {
-      for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
-        // Not Modified and No Content have no body, by definition (RFC 9110 §15.4.5, §15.3.5).
-        if (status === '304' || status === '204') {
-          assert.equal(response.content, undefined, `${route} 304 has content`)
-          continue
-        }
-        assert.ok(response.content, `${route} ${status} has no content`)
-        for (const [mediaType, media] of Object.entries(response.content) as Array<[string, any]>) {
-          const examples = examplesOf(media)
-          assert.ok(examples.length > 0, `${route} ${status} ${mediaType} has no example`)
-          for (const [name, example] of examples) assertMatches(media.schema, example, `${route} ${status} example ${name}`)
-        }
-      }
-    }
-  })
-
-  test('documents, for each route, exactly the error statuses it answers with, each as a Problem', async () => {
-    assert.deepEqual(Object.keys(provocations).sort(), Object.keys(problemTypes).sort())
-    const { components } = await dereference(structuredClone(document))
-    const provoked = new Set<string>()
-    for (const [type, list] of Object.entries(provocations) as Array<[ProblemType, Provocation[]]>) {
-      const { status } = problemTypes[type]
-      for (const provocation of list) {
-        const response = await provoke(service, provocation)
-        assertProblem(response, status, type)
-        assertMatches(components.schemas.Problem, response.body, `${provocation.route} ${type}`)
-        provoked.add(`${provocation.route} ${status} ${type}`)
-      }
-    }
-    const documented = new Set<string>()
-    for (const [route, operation] of operationsOf(document)) {
-      for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
-        const problem = response.content?.['application/problem+json']
-        if (Number(status) < 400) {
-          assert.equal(problem, undefined, `${route} ${status}`)
-          continue
-        }
-        assert.ok(problem, `${route} ${status} is not application/problem+json`)
-        assert.deepEqual(problem.schema, { $ref: '#/components/schemas/Problem' }, `${route} ${status}`)
-        for (const name of Object.keys(problem.examples)) documented.add(`${route} ${status} ${name}`)
-      }
-    }
-    const undocumented = [...provoked].filter((answer) => !documented.has(answer))
-    const neverAnswered = [...documented].filter((answer) => !provoked.has(answer))
-    assert.deepEqual({ undocumented, neverAnswered }, { undocumented: [], neverAnswered: [] })
-  })
-
-  test('GET /docs is an HTML page whose assets all come from the service', async () => {
-    const page = await service.request('GET', '/docs')
-    assert.equal(page.status, 200)
-    assert.match(page.headers.get('content-type') ?? '', /^text\/html/)
-    const { host } = new URL(service.baseUrl)
-    const assets = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1] as string)
-    assert.ok(assets.length >= 3, page.text)
-    for (const asset of assets) {
-      const url = new URL(asset, `${service.baseUrl}/docs`)
-      assert.equal(url.host, host, `${asset} is not served by the service`)
-      const response = await fetch(url)
-      assert.equal(response.status, 200, `${asset}: ${response.status}`)
-      const text = await response.text()
-      // A stylesheet could still pull fonts or images from elsewhere.
-      if (asset.endsWith('.css')) assert.doesNotMatch(text, /url\(\s*["']?(https?:)?\/\/|@import/, asset)
-    }
-    // The page loads the document from beside itself: the same one /openapi.json serves.
-    const initializer = await service.request('GET', '/docs/static/swagger-initializer.js')
-    assert.match(initializer.text, /resolveUrl\('\.\/json'\)/)
-    assert.deepEqual((await service.request('GET', '/docs/json')).body, document)
-  })
-
-  test("Redocly's recommended ruleset reports no error", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'))
-    try {
-      const file = join(dir, 'openapi.json')
-      writeFileSync(file, JSON.stringify(document, null, 2))
-      // Offline and quiet: no usage telemetry, no update check.
-      const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }
-      const args = ['--no-install', 'redocly', 'lint', file, '--extends', 'recommended', '--format', 'json']
-      // redocly exits non-zero when it finds errors; its JSON report on stdout says which.
-      const { stdout } = await promisify(execFile)('npx', args, { env, timeout: 60_000 }).catch((error) => error)
-      const report = JSON.parse(stdout)
-      const errors = report.problems.filter((problem: { severity: string }) => problem.severity === 'error')
-      assert.equal(report.totals.errors, 0, JSON.stringify(errors, null, 2))
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  })
-})

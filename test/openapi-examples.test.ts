@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { dereference } from '@readme/openapi-parser'
+import { startService, type TestService } from './helper.js'
+import { assertMatches, examplesOf, fetchDocument, marketplaceToken, operationsOf, realParameters, type Document } from './openapi-support.js'
+
+// GET /openapi.json (docs/api.md): the examples are what the service accepts and answers, and every response has one. The machinery is in openapi-support.ts.
+
+describe('GET /openapi.json: examples', () => {
+  const service = {} as TestService
+  // Example image URLs name public hosts this machine cannot reach; images are checked after validation, so
+  // accepting every image here keeps these tests about the document, not the network.
+  const acceptingImages = {} as TestService
+  let document: Document
+
+  before(async () => {
+    Object.assign(service, await startService('sqlite'))
+    Object.assign(acceptingImages, await startService('sqlite', { checkImages: async () => {} }))
+    document = await fetchDocument(service)
+  })
+  after(async () => {
+    await service.close()
+    await acceptingImages.close()
+  })
+
+  test('each operation, sent with its request examples, succeeds with a documented response matching its schema', async () => {
+    const resolved = await dereference(structuredClone(document))
+    for (const [route, operation] of operationsOf(resolved)) {
+      const [method, template] = route.split(' ') as [string, string]
+      const providerToken = (operation.security ?? []).length > 0 ? (await acceptingImages.newProvider()).token : undefined
+      // Discovery is for marketplace tokens; every other route with security is a provider's.
+      const token = providerToken !== undefined && operation.tags?.includes('discovery') ? await marketplaceToken(acceptingImages) : providerToken
+      const examples = new URLSearchParams()
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in === 'query' && parameter.name !== 'cursor' && parameter.name !== 'limit') examples.set(parameter.name, String(parameter.example))
+      }
+      // Ids in examples name nothing that exists: path parameters, the feed's `after` and discovery's `cursor` name real things instead.
+      const real = providerToken === undefined ? {} : await realParameters(acceptingImages, providerToken, examples)
+      let path = template
+      const query = new URLSearchParams()
+      const headers: Record<string, string> = {}
+      for (const parameter of operation.parameters ?? []) {
+        assert.notEqual(parameter.example, undefined, `${route}: parameter ${parameter.name} has no example`)
+        const value = real[parameter.name] ?? String(parameter.example)
+        if (parameter.in === 'path') path = path.replace(`{${parameter.name}}`, encodeURIComponent(value))
+        else if (parameter.in === 'header') headers[parameter.name] = value
+        else query.set(parameter.name, value)
+      }
+      const search = query.size > 0 ? `?${query}` : ''
+      const bodies = examplesOf(operation.requestBody?.content?.['application/json'] ?? {})
+      if (operation.requestBody) assert.ok(bodies.length > 0, `${route} has no request example`)
+      for (const [name, body] of bodies.length > 0 ? bodies : [['no body', undefined] as const]) {
+        const response = await acceptingImages.request(method, `${path}${search}`, { token, json: body, headers })
+        const context = `${route}${search} (${name}): ${response.status} ${response.text.slice(0, 500)}`
+        assert.ok([200, 201, 204].includes(response.status), context)
+        if (response.status === 204) {
+          assert.ok(operation.responses[204], `the document does not describe ${context}`)
+          assert.equal(response.text, '', context)
+          continue
+        }
+        // JSON for the API; the Prometheus text of /metrics is text/plain.
+        const mediaType = response.headers.get('content-type')?.split(';')[0] ?? ''
+        const media = operation.responses[response.status]?.content?.[mediaType]
+        assert.ok(media, `the document does not describe ${context} as ${mediaType}`)
+        assertMatches(media.schema, mediaType === 'application/json' ? response.body : response.text, context)
+      }
+    }
+  })
+
+  test('every response has an example, and every example matches its response schema', async () => {
+    const resolved = await dereference(structuredClone(document))
+    for (const [route, operation] of operationsOf(resolved)) {
+      for (const [status, response] of Object.entries<any>(operation.responses)) {
+        // Not Modified and No Content have no body, by definition (RFC 9110 §15.4.5, §15.3.5).
+        if (status === '304' || status === '204') {
+          assert.equal(response.content, undefined, `${route} 304 has content`)
+          continue
+        }
+        assert.ok(response.content, `${route} ${status} has no content`)
+        for (const [mediaType, media] of Object.entries<any>(response.content)) {
+          const examples = examplesOf(media)
+          assert.ok(examples.length > 0, `${route} ${status} ${mediaType} has no example`)
+          for (const [name, example] of examples) assertMatches(media.schema, example, `${route} ${status} example ${name}`)
+        }
+      }
+    }
+  })
+})
