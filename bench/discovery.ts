@@ -49,7 +49,6 @@ const WARMUP_S = 2
 const PER_PROVIDER = 10_000
 const DENSE_CITY_LISTINGS = 50_000
 
-
 const KM_PER_DEGREE = 111.195
 /** The region: 1,000 km × 1,000 km around Riyadh's latitude. */
 const REGION = { south: 20.2, north: 20.2 + 1000 / KM_PER_DEGREE, west: 41.5, east: 41.5 + 1000 / (KM_PER_DEGREE * Math.cos((24.7 * Math.PI) / 180)) }
@@ -66,7 +65,10 @@ function inDisc(next: () => number, centre: { latitude: number; longitude: numbe
 }
 
 const kmFromDenseCity = (p: { latitude: number; longitude: number }) =>
-  Math.hypot((p.latitude - DENSE_CITY.latitude) * KM_PER_DEGREE, (p.longitude - DENSE_CITY.longitude) * KM_PER_DEGREE * Math.cos((DENSE_CITY.latitude * Math.PI) / 180))
+  Math.hypot(
+    (p.latitude - DENSE_CITY.latitude) * KM_PER_DEGREE,
+    (p.longitude - DENSE_CITY.longitude) * KM_PER_DEGREE * Math.cos((DENSE_CITY.latitude * Math.PI) / 180),
+  )
 
 /**
  * Where listings go: the dense city first (its 50,000 within 10 km), then, for everything else, 40 other cities
@@ -177,21 +179,20 @@ async function measureDiscovery(databaseUrl: string, token: string, marketplaceT
   const service = await startService({ DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, token)
   const auth = { authorization: `Bearer ${marketplaceToken}` }
   const kinds = (radiusKm: number, sort: string) =>
-    QUERY_POINTS.map(
-      (p): RequestKind => ({
-        weight: 1,
-        method: 'GET',
-        path: `/api/v1/discover?latitude=${p.latitude.toFixed(6)}&longitude=${p.longitude.toFixed(6)}&radiusKm=${radiusKm}&sort=${sort}&limit=20`,
-        headers: auth,
-      }),
-    )
+    QUERY_POINTS.map((p): RequestKind => ({
+      weight: 1,
+      method: 'GET',
+      path: `/api/v1/discover?latitude=${p.latitude.toFixed(6)}&longitude=${p.longitude.toFixed(6)}&radiusKm=${radiusKm}&sort=${sort}&limit=20`,
+      headers: auth,
+    }))
   const rows: Row[] = []
   try {
     const sample = kinds(5, 'distance')[0] as RequestKind
     const answer = await fetch(`${service.baseUrl}${sample.path}`, { headers: auth })
     const bytes = Buffer.from(await answer.arrayBuffer())
     const page = JSON.parse(bytes.toString('utf8')) as { data: Array<{ distanceMeters: number }> }
-    if (answer.status !== 200 || page.data.length !== 20) throw new Error(`the 5 km query answered ${answer.status}: ${bytes.subarray(0, 300).toString('utf8')}`)
+    if (answer.status !== 200 || page.data.length !== 20)
+      throw new Error(`the 5 km query answered ${answer.status}: ${bytes.subarray(0, 300).toString('utf8')}`)
     // The target is a ratio of two runs, each of which moved by ±20% between minutes: the ceiling and the 5 km
     // query alternate, ROUNDS times, and their means are compared.
     const ceiling = await startCeiling(bytes)
@@ -207,7 +208,11 @@ async function measureDiscovery(databaseUrl: string, token: string, marketplaceT
     }
     rows.push({ scenario: `ceiling: node:http, same bytes as the 5 km page (${fmt(bytes.length)} B)`, result: meanOf(ceilingRuns), note: rounds(ceilingRuns) })
     rows.push({ scenario: '5 km, distance, limit 20, dense city', result: meanOf(fiveKmRuns), note: rounds(fiveKmRuns) })
-    for (const [radiusKm, sort] of [[50, 'distance'], [5, 'ending_soon'], [50, 'ending_soon']] as const) {
+    for (const [radiusKm, sort] of [
+      [50, 'distance'],
+      [5, 'ending_soon'],
+      [50, 'ending_soon'],
+    ] as const) {
       rows.push({ scenario: `${radiusKm} km, ${sort}, limit 20, dense city`, result: await measure(service.baseUrl, kinds(radiusKm, sort)) })
     }
   } finally {
@@ -221,8 +226,10 @@ function table(rows: Row[]): string[] {
   return [
     '| scenario | req/s | p50 | p99 | of ceiling | failures |',
     '|---|---:|---:|---:|---:|---:|',
-    ...rows.map(({ scenario, result, note }) =>
-      `| ${scenario}${note ? ` (${note})` : ''} | ${fmt(result.rps)} | ${fmt(result.p50Ms, 2)} ms | ${fmt(result.p99Ms, 2)} ms | ${fmt((100 * result.rps) / ceiling, 1)}% | ${result.failures} |`),
+    ...rows.map(
+      ({ scenario, result, note }) =>
+        `| ${scenario}${note ? ` (${note})` : ''} | ${fmt(result.rps)} | ${fmt(result.p50Ms, 2)} ms | ${fmt(result.p99Ms, 2)} ms | ${fmt((100 * result.rps) / ceiling, 1)}% | ${result.failures} |`,
+    ),
   ]
 }
 
@@ -261,18 +268,27 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
       await marketplaceDb.close()
       const rows = await measureDiscovery(fresh.url, token, marketplace.token)
       perSize.push({ size, rows })
-      lines.push(`### ${fmt(size)} active listings (seeded ${seconds.toFixed(0)} s${perSize.length > 1 ? ', added to the previous size, none within 12 km of the dense city' : ''})`, '', ...table(rows), '')
+      lines.push(
+        `### ${fmt(size)} active listings (seeded ${seconds.toFixed(0)} s${perSize.length > 1 ? ', added to the previous size, none within 12 km of the dense city' : ''})`,
+        '',
+        ...table(rows),
+        '',
+      )
     }
   } finally {
     await fresh.drop()
   }
   const rpsOf = (rows: Row[], prefix: string) => rows.find((row) => row.scenario.startsWith(prefix))?.result.rps ?? NaN
   const last = perSize.at(-1) as { size: number; rows: Row[] }
-  lines.push(`At ${fmt(last.size)}: the 50 km query costs ${fmt(rpsOf(last.rows, '5 km, distance') / rpsOf(last.rows, '50 km, distance'), 2)}× the 5 km one (distance), ${fmt(rpsOf(last.rows, '5 km, ending_soon') / rpsOf(last.rows, '50 km, ending_soon'), 2)}× (ending_soon).`)
+  lines.push(
+    `At ${fmt(last.size)}: the 50 km query costs ${fmt(rpsOf(last.rows, '5 km, distance') / rpsOf(last.rows, '50 km, distance'), 2)}× the 5 km one (distance), ${fmt(rpsOf(last.rows, '5 km, ending_soon') / rpsOf(last.rows, '50 km, ending_soon'), 2)}× (ending_soon).`,
+  )
   if (perSize.length > 1) {
     const first = perSize[0] as { size: number; rows: Row[] }
     for (const prefix of ['5 km, distance', '5 km, ending_soon']) {
-      lines.push(`${prefix}: ${fmt(last.size)} costs ${fmt(rpsOf(first.rows, prefix) / rpsOf(last.rows, prefix), 2)}× ${fmt(first.size)} (req/s at ${fmt(first.size)} ÷ req/s at ${fmt(last.size)}).`)
+      lines.push(
+        `${prefix}: ${fmt(last.size)} costs ${fmt(rpsOf(first.rows, prefix) / rpsOf(last.rows, prefix), 2)}× ${fmt(first.size)} (req/s at ${fmt(first.size)} ÷ req/s at ${fmt(last.size)}).`,
+      )
     }
   }
   lines.push('')
@@ -282,7 +298,10 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
 /** 1-item creates on a fresh database: this build (spatial index maintained) against the baseline build. */
 async function benchCreates(dialect: 'sqlite' | 'postgres', images: ImageServer, baseline: string): Promise<string[]> {
   const body = JSON.stringify(listingBody(UNIQUE, images.url('/img/brand.png'), [undefined]))
-  const builds = [['this build (index maintained)', join(ROOT, 'dist')], ['baseline (no spatial index)', baseline]] as const
+  const builds = [
+    ['this build (index maintained)', join(ROOT, 'dist')],
+    ['baseline (no spatial index)', baseline],
+  ] as const
   const results = new Map<string, number[]>()
   for (let round = 0; round < Number(args['create-rounds']); round++) {
     for (const [name, dist] of builds) {

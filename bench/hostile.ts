@@ -119,7 +119,10 @@ function connection() {
 async function timed(url: string, init: RequestInit): Promise<Sample & { text: string }> {
   const started = performance.now()
   try {
-    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(Math.max(1, Math.min(REQUEST_TIMEOUT_MS, roundDeadline + GRACE_MS - Date.now()))) })
+    const response = await fetch(url, {
+      ...init,
+      signal: AbortSignal.timeout(Math.max(1, Math.min(REQUEST_TIMEOUT_MS, roundDeadline + GRACE_MS - Date.now()))),
+    })
     const text = await response.text()
     return { ms: performance.now() - started, status: response.status, text }
   } catch {
@@ -179,7 +182,10 @@ const NESTED_BODY_HALF = 512 * 1024 - 32
 /** What each attacker and its victim do, for the tables. */
 const DESCRIPTIONS: Record<Scenario, { attack: string; victim: string }> = {
   etag: { attack: `${RATES.etag}/s GETs of a listing with If-None-Match: "," + 16,000 spaces + "x", open loop`, victim: 'pages' },
-  'accept-encoding': { attack: `${RATES['accept-encoding']}/s page GETs with a ${ACCEPT_ENCODING_VALUE.length}-byte Accept-Encoding, open loop`, victim: 'pages' },
+  'accept-encoding': {
+    attack: `${RATES['accept-encoding']}/s page GETs with a ${ACCEPT_ENCODING_VALUE.length}-byte Accept-Encoding, open loop`,
+    victim: 'pages',
+  },
   'nested-json': { attack: `${RATES['nested-json']}/s creates of a 1 MiB body of nested arrays, open loop`, victim: 'pages' },
   'flat-json': { attack: `${RATES['flat-json']}/s creates of a 1 MiB body of empty objects [{},{},…], open loop`, victim: 'pages' },
   'image-starvation': {
@@ -217,14 +223,18 @@ function attackFor(scenario: Scenario, setup: Setup): Attack {
       return {
         victim: victimPages(setup),
         attack: (start) =>
-          openLoop(start, perRun(RATES['accept-encoding']), () => timed(`${baseUrl}/api/v1/listing?limit=10`, { headers: { ...bearer(attacker), 'accept-encoding': ACCEPT_ENCODING_VALUE } })),
+          openLoop(start, perRun(RATES['accept-encoding']), () =>
+            timed(`${baseUrl}/api/v1/listing?limit=10`, { headers: { ...bearer(attacker), 'accept-encoding': ACCEPT_ENCODING_VALUE } }),
+          ),
       }
     case 'nested-json': {
       const body = `${'['.repeat(NESTED_BODY_HALF)}${']'.repeat(NESTED_BODY_HALF)}`
       return {
         victim: victimPages(setup),
         attack: (start) =>
-          openLoop(start, perRun(RATES['nested-json']), () => timed(`${baseUrl}/api/v1/listing/create`, { method: 'POST', headers: { ...bearer(attacker), ...JSON_TYPE }, body })),
+          openLoop(start, perRun(RATES['nested-json']), () =>
+            timed(`${baseUrl}/api/v1/listing/create`, { method: 'POST', headers: { ...bearer(attacker), ...JSON_TYPE }, body }),
+          ),
       }
     }
     case 'flat-json': {
@@ -233,14 +243,25 @@ function attackFor(scenario: Scenario, setup: Setup): Attack {
       return {
         victim: victimPages(setup),
         attack: (start) =>
-          openLoop(start, perRun(RATES['flat-json']), () => timed(`${baseUrl}/api/v1/listing/create`, { method: 'POST', headers: { ...bearer(attacker), ...JSON_TYPE }, body })),
+          openLoop(start, perRun(RATES['flat-json']), () =>
+            timed(`${baseUrl}/api/v1/listing/create`, { method: 'POST', headers: { ...bearer(attacker), ...JSON_TYPE }, body }),
+          ),
       }
     }
     case 'image-starvation':
       return {
         victim: (i, agent) => {
-          const body = listingBody(`victim-${i}-${randomBytes(4).toString('hex')}`, setup.images.url(`/img/victim-${i}-${randomBytes(4).toString('hex')}.png`), [undefined])
-          return timed(`${baseUrl}/api/v1/listing/create`, { method: 'POST', headers: { ...bearer(setup.victim), ...JSON_TYPE }, body: JSON.stringify(body), dispatcher: agent })
+          const body = listingBody(
+            `victim-${i}-${randomBytes(4).toString('hex')}`,
+            setup.images.url(`/img/victim-${i}-${randomBytes(4).toString('hex')}.png`),
+            [undefined],
+          )
+          return timed(`${baseUrl}/api/v1/listing/create`, {
+            method: 'POST',
+            headers: { ...bearer(setup.victim), ...JSON_TYPE },
+            body: JSON.stringify(body),
+            dispatcher: agent,
+          })
         },
         attack: async (_start, deadline) => {
           let n = 0
@@ -310,10 +331,17 @@ async function round(scenario: Scenario, dist: string, roundNumber: number, imag
     try {
       // Both providers own 30 listings (three pages of 10): something to page through and to discover.
       let attackerListing = ''
-      for (const [token, who] of [[attacker, 'a'], [victim, 'v']] as const) {
+      for (const [token, who] of [
+        [attacker, 'a'],
+        [victim, 'v'],
+      ] as const) {
         for (let i = 0; i < 30; i += 1) {
           const body = listingBody(`${who}-seed-${i}`, images.url('/img/seed.png'), [images.url('/img/seed.png'), undefined])
-          const created = await timed(`${service.baseUrl}/api/v1/listing/create`, { method: 'POST', headers: { ...bearer(token), ...JSON_TYPE }, body: JSON.stringify(body) })
+          const created = await timed(`${service.baseUrl}/api/v1/listing/create`, {
+            method: 'POST',
+            headers: { ...bearer(token), ...JSON_TYPE },
+            body: JSON.stringify(body),
+          })
           if (created.status !== 201) throw new Error(`seeding: ${created.status} ${created.text.slice(0, 300)}`)
           attackerListing = (JSON.parse(created.text) as { listingId: string }).listingId
         }
@@ -348,7 +376,10 @@ const ms = (value: number) => (Number.isNaN(value) ? '–' : value >= 100 ? `${v
 function statuses(samples: Sample[]): string {
   const counts = new Map<number, number>()
   for (const sample of samples) counts.set(sample.status, (counts.get(sample.status) ?? 0) + 1)
-  return [...counts].sort(([a], [b]) => a - b).map(([status, count]) => `${count}×${status === 0 ? 'none' : status}`).join(' ')
+  return [...counts]
+    .sort(([a], [b]) => a - b)
+    .map(([status, count]) => `${count}×${status === 0 ? 'none' : status}`)
+    .join(' ')
 }
 
 function tableRow(row: Row, label: string): string {

@@ -302,7 +302,9 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
         for (const one of order) {
           const result = await measure(one.service.baseUrl, requestsOf(scenario, one, images))
           add(`${scenario} ${one.build.label}`, result)
-          console.error(`${dialect} round ${round + 1}: ${scenario} ${one.build.label} ${fmt(result.rps)} req/s, p99 ${fmt(result.p99Ms, 1)} ms, ${result.failures} failures`)
+          console.error(
+            `${dialect} round ${round + 1}: ${scenario} ${one.build.label} ${fmt(result.rps)} req/s, p99 ${fmt(result.p99Ms, 1)} ms, ${result.failures} failures`,
+          )
         }
       }
     }
@@ -353,7 +355,9 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
   }
   if (want('page1') && want('last')) {
     const gap = Math.abs(rpsMedian('last B') - rpsMedian('page1 B')) / rpsMedian('page1 B')
-    floors.push(`- ${mark(gap <= 0.1 && failures('last B') === 0)} last page: B's |last − page 1| ÷ page 1 = ${fmt(100 * gap, 1)}% (ceiling 10%)${failed('last')}`)
+    floors.push(
+      `- ${mark(gap <= 0.1 && failures('last B') === 0)} last page: B's |last − page 1| ÷ page 1 = ${fmt(100 * gap, 1)}% (ceiling 10%)${failed('last')}`,
+    )
   }
   if (want('create1')) {
     const ratio = rpsMedian('create1 B') / rpsMedian('create1 A')

@@ -35,9 +35,26 @@ const { values: args } = parseArgs({
   },
 })
 const ALL_SCENARIOS = [
-  'page1', 'page1-rate', 'page1-tenth', 'page1-50', 'last', 'random', 'create1', 'create100', 'create1-rate', 'create100-rate', 'mix',
+  'page1',
+  'page1-rate',
+  'page1-tenth',
+  'page1-50',
+  'last',
+  'random',
+  'create1',
+  'create100',
+  'create1-rate',
+  'create100-rate',
+  'mix',
   // Transport (issue 16): compressed pages, a 304 to a poller, the largest page there is.
-  'page1-br', 'page1-gzip', 'page1-50-br', 'page1-50-gzip', 'page1-304', 'big', 'big-br', 'big-gzip',
+  'page1-br',
+  'page1-gzip',
+  'page1-50-br',
+  'page1-50-gzip',
+  'page1-304',
+  'big',
+  'big-br',
+  'big-gzip',
 ]
 const SCENARIOS = new Set(args.scenarios?.split(',') ?? ALL_SCENARIOS)
 /** A run of some scenarios only: named so in the command line it records and in its result file. */
@@ -113,11 +130,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
   const seedSeconds = (performance.now() - seedStarted) / 1000
   console.error(`${dialect}: seeded ${LISTINGS} listings in ${seedSeconds.toFixed(1)} s`)
 
-  const service: RunningService = await startService(
-    { DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' },
-    seeded.token,
-    args.service,
-  )
+  const service: RunningService = await startService({ DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, seeded.token, args.service)
   const auth = { authorization: `Bearer ${service.token}` }
   const get = (path: string): RequestKind => ({ weight: 1, method: 'GET', path, headers: auth })
   const post = (body: string): RequestKind => ({
@@ -167,11 +180,13 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
     const [kind] = kinds as [RequestKind]
     // node:http, not fetch: fetch asks for compression itself and decodes what it gets.
     const sample = await new Promise<{ status: number; sent: number }>((resolve, reject) => {
-      http.get(new URL(kind.path, service.baseUrl), { headers: kind.headers }, (response) => {
-        let sent = 0
-        response.on('data', (chunk: Buffer) => (sent += chunk.length))
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, sent }))
-      }).on('error', reject)
+      http
+        .get(new URL(kind.path, service.baseUrl), { headers: kind.headers }, (response) => {
+          let sent = 0
+          response.on('data', (chunk: Buffer) => (sent += chunk.length))
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, sent }))
+        })
+        .on('error', reject)
     })
     await runLoad(service.baseUrl, kinds, { connections: CONNECTIONS, durationS: WARMUP_S })
     const pid = service.child.pid as number
@@ -220,9 +235,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
     await run('create1', 'create, 1 item', () => measure(service.baseUrl, [post(oneItem)]))
     await run('create100', 'create, 100 items (images cached)', () => measure(service.baseUrl, [post(hundredItems)]))
     await run('create1-rate', `create, 1 item, at ${TARGET_RATES.createOne}/s`, () => atRate([post(oneItem)], TARGET_RATES.createOne))
-    await run('create100-rate', `create, 100 items, at ${TARGET_RATES.createHundred}/s`, () =>
-      atRate([post(hundredItems)], TARGET_RATES.createHundred),
-    )
+    await run('create100-rate', `create, 100 items, at ${TARGET_RATES.createHundred}/s`, () => atRate([post(hundredItems)], TARGET_RATES.createHundred))
     if (want('mix')) {
       const mix = [{ ...page1, weight: 9 }, post(oneItem)]
       const sampled = await sampleRss(service.child.pid as number, measure(service.baseUrl, mix, MIX_DURATION_S))

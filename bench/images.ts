@@ -65,7 +65,11 @@ try {
   const baseline = await timeCreates(service, () => listing(images.url('/img/brand.png'), Array(100).fill(undefined)), 201)
   const distinct = await timeCreates(
     service,
-    () => listing(images.url('/img/brand.png'), Array.from({ length: 100 }, () => images.url(`/img/${randomUUID()}.png`))),
+    () =>
+      listing(
+        images.url('/img/brand.png'),
+        Array.from({ length: 100 }, () => images.url(`/img/${randomUUID()}.png`)),
+      ),
     201,
   )
 
@@ -74,9 +78,7 @@ try {
   )
   const bigGrowth = await peakGrowth(service, async () => {
     const statuses = await Promise.all(
-      Array.from({ length: 20 }, () =>
-        create(service, listing(images.url(`/size/${6 * MB}?ranges=off&length=off&n=${randomUUID()}`), [undefined])),
-      ),
+      Array.from({ length: 20 }, () => create(service, listing(images.url(`/size/${6 * MB}?ranges=off&length=off&n=${randomUUID()}`), [undefined]))),
     )
     if (statuses.some((s) => s !== 413)) throw new Error(`expected 413s, got ${statuses.join(', ')}`)
   })

@@ -63,7 +63,10 @@ export async function startService(env: Record<string, string> = {}, token?: str
         }
         // Already gone (a Ctrl-C reaches the whole process group): no 'exit' is coming, and waiting for one left
         // the caller's clean-up (dropping its databases) undone.
-        if (child.exitCode !== null || child.signalCode !== null) { done(); return; }
+        if (child.exitCode !== null || child.signalCode !== null) {
+          done()
+          return
+        }
         child.once('exit', done)
         child.kill('SIGTERM')
       }),

@@ -89,9 +89,7 @@ const queryNs = nsPerCall(() => metrics.observeQuery('select', 0.00005))
 
 // One PreparedQuery select (a provider by id) on each database: Kysely's log hook and the histogram, alone.
 const byId = (database: Database) =>
-  new PreparedQuery<{ id: string }, { name: string }>(database.kysely, (db, param) =>
-    db.selectFrom('providers').select('name').where('id', '=', param('id')),
-  )
+  new PreparedQuery<{ id: string }, { name: string }>(database.kysely, (db, param) => db.selectFrom('providers').select('name').where('id', '=', param('id')))
 const queries = { measured: byId(measured.database), silent: byId(silent.database) }
 const providerId = (await measured.database.kysely.selectFrom('providers').select('id').executeTakeFirstOrThrow()).id
 const queryTimes = { measured: [] as number[], silent: [] as number[] }

@@ -77,7 +77,28 @@ function pgbenchSection(url: string, providerId: string): string[] {
     const u = new URL(target)
     const out = execFileSync(
       'pgbench',
-      ['-h', u.hostname, '-p', u.port || '5432', '-U', decodeURIComponent(u.username), '-n', '-M', mode, '-c', '4', '-j', '2', '-T', seconds, '-D', `pid=${providerId}`, '-f', script, u.pathname.slice(1)],
+      [
+        '-h',
+        u.hostname,
+        '-p',
+        u.port || '5432',
+        '-U',
+        decodeURIComponent(u.username),
+        '-n',
+        '-M',
+        mode,
+        '-c',
+        '4',
+        '-j',
+        '2',
+        '-T',
+        seconds,
+        '-D',
+        `pid=${providerId}`,
+        '-f',
+        script,
+        u.pathname.slice(1),
+      ],
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
     )
     return Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN)
@@ -128,25 +149,36 @@ try {
   await database.close()
 
   const env = { IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }
-  if (args.base) services.push({ name: 'base (named statements, direct)', service: await startService({ ...env, DATABASE_URL: fresh.url }, seeded.token, args.base) })
+  if (args.base)
+    services.push({ name: 'base (named statements, direct)', service: await startService({ ...env, DATABASE_URL: fresh.url }, seeded.token, args.base) })
   services.push({ name: 'this build, direct', service: await startService({ ...env, DATABASE_URL: fresh.url }, seeded.token) })
-  services.push({ name: 'this build, through PgBouncer (transaction mode)', service: await startService({ ...env, DATABASE_URL: bouncer.via(fresh.url) }, seeded.token) })
+  services.push({
+    name: 'this build, through PgBouncer (transaction mode)',
+    service: await startService({ ...env, DATABASE_URL: bouncer.via(fresh.url) }, seeded.token),
+  })
 
   const auth = { authorization: `Bearer ${seeded.token}` }
   // Pages 1–200 at random, not page 1 alone: identical reads in flight share one query (listings/repository.ts),
   // which hid most queries, and every page costs what page 1 does (docs/design/0001-pages-by-sequence.md).
-  const pages: RequestKind[] = Array.from({ length: 200 }, (_, i) => ({ weight: 1, method: 'GET', path: `/api/v1/listing?page=${i + 1}&limit=10`, headers: auth }))
+  const pages: RequestKind[] = Array.from({ length: 200 }, (_, i) => ({
+    weight: 1,
+    method: 'GET',
+    path: `/api/v1/listing?page=${i + 1}&limit=10`,
+    headers: auth,
+  }))
   const scenarios: Array<{ name: string; kinds: RequestKind[] }> = [
     { name: 'pages 1–200 at random, limit 10', kinds: pages },
     {
       name: 'create, 1 item',
-      kinds: [{
-        weight: 1,
-        method: 'POST',
-        path: '/api/v1/listing/create',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify(listingBody(UNIQUE, images.url('/img/brand.png'), [undefined])),
-      }],
+      kinds: [
+        {
+          weight: 1,
+          method: 'POST',
+          path: '/api/v1/listing/create',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify(listingBody(UNIQUE, images.url('/img/brand.png'), [undefined])),
+        },
+      ],
     },
   ]
   const databaseName = new URL(fresh.url).pathname.slice(1)

@@ -51,7 +51,9 @@ const LISTING = {
 function listingWithItems(count: number): CreateListingInput {
   const items = Array.from({ length: count }, (_, i) => {
     const base = LISTING.items[i % LISTING.items.length] as (typeof LISTING.items)[number]
-    return i < LISTING.items.length ? base : { ...base, displayName: { ar: `${base.displayName.ar} ${i}`, en: `${base.displayName.en} ${i}` }, urlSafeName: `item-${i}` }
+    return i < LISTING.items.length
+      ? base
+      : { ...base, displayName: { ar: `${base.displayName.ar} ${i}`, en: `${base.displayName.en} ${i}` }, urlSafeName: `item-${i}` }
   })
   return { ...LISTING, items }
 }

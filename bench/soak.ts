@@ -87,16 +87,19 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
     const windows: LoadResult[] = []
     const rssAtWindowEnd: number[] = []
     const heapLowPerWindow: number[] = []
-    const { peak } = await sampleRss(pid, (async () => {
-      for (let elapsed = 0; elapsed < DURATION_S; elapsed += WINDOW_S) {
-        const heap = lowestHeapUsed(service.baseUrl)
-        windows.push(await runLoad(service.baseUrl, mix, { connections: CONNECTIONS, durationS: Math.min(WINDOW_S, DURATION_S - elapsed), rate }))
-        heapLowPerWindow.push(await heap.stop())
-        rssAtWindowEnd.push(rssBytes(pid))
-        const last = windows.at(-1) as LoadResult
-        console.error(`  window ${windows.length}: ${last.rps.toFixed(0)} req/s, p99 ${last.p99Ms.toFixed(1)} ms, failures ${last.failures}`)
-      }
-    })())
+    const { peak } = await sampleRss(
+      pid,
+      (async () => {
+        for (let elapsed = 0; elapsed < DURATION_S; elapsed += WINDOW_S) {
+          const heap = lowestHeapUsed(service.baseUrl)
+          windows.push(await runLoad(service.baseUrl, mix, { connections: CONNECTIONS, durationS: Math.min(WINDOW_S, DURATION_S - elapsed), rate }))
+          heapLowPerWindow.push(await heap.stop())
+          rssAtWindowEnd.push(rssBytes(pid))
+          const last = windows.at(-1) as LoadResult
+          console.error(`  window ${windows.length}: ${last.rps.toFixed(0)} req/s, p99 ${last.p99Ms.toFixed(1)} ms, failures ${last.failures}`)
+        }
+      })(),
+    )
 
     const failures = windows.reduce((sum, w) => sum + w.failures, 0)
     const requests = windows.reduce((sum, w) => sum + w.requests, 0)
@@ -112,9 +115,21 @@ async function soak(dialect: 'sqlite' | 'postgres', imageUrl: string): Promise<V
     const p99Bound = Math.max(2 * medianP99, 5)
     const checks = [
       { name: 'no failures', ok: failures === 0, value: `${failures} of ${requests}` },
-      { name: 'RSS growth after warm-up < 10%', ok: growth < 0.1, value: `${(afterWarmup / MIB).toFixed(1)} → ${(end / MIB).toFixed(1)} MiB (${(100 * growth).toFixed(1)}%), peak ${(peak / MIB).toFixed(1)} MiB` },
-      { name: 'V8 heap in use (lowest reading of each window) < 10% above the first window\'s', ok: heapGrowth < 0.1, value: `${(heapFirst / MIB).toFixed(1)} → ${(heapEnd / MIB).toFixed(1)} MiB (${(100 * heapGrowth).toFixed(1)}%)` },
-      { name: 'worst window p99 ≤ 2× median (floor 5 ms)', ok: worstP99 <= p99Bound, value: `median ${medianP99.toFixed(1)} ms, worst ${worstP99.toFixed(1)} ms` },
+      {
+        name: 'RSS growth after warm-up < 10%',
+        ok: growth < 0.1,
+        value: `${(afterWarmup / MIB).toFixed(1)} → ${(end / MIB).toFixed(1)} MiB (${(100 * growth).toFixed(1)}%), peak ${(peak / MIB).toFixed(1)} MiB`,
+      },
+      {
+        name: "V8 heap in use (lowest reading of each window) < 10% above the first window's",
+        ok: heapGrowth < 0.1,
+        value: `${(heapFirst / MIB).toFixed(1)} → ${(heapEnd / MIB).toFixed(1)} MiB (${(100 * heapGrowth).toFixed(1)}%)`,
+      },
+      {
+        name: 'worst window p99 ≤ 2× median (floor 5 ms)',
+        ok: worstP99 <= p99Bound,
+        value: `median ${medianP99.toFixed(1)} ms, worst ${worstP99.toFixed(1)} ms`,
+      },
     ]
     const lines = [
       `## ${dialect === 'sqlite' ? 'SQLite' : 'PostgreSQL'} — ${LISTINGS.toLocaleString('en-US')} seeded listings`,
@@ -150,7 +165,9 @@ function lowestHeapUsed(baseUrl: string): { stop(): Promise<number> } {
   const sampling = (async () => {
     while (running) {
       // A scrape that fails (the service busy past fetch's patience) is a reading missed, not a failed soak.
-      const text = await fetch(`${baseUrl}/metrics`).then((response) => response.text()).catch(() => '')
+      const text = await fetch(`${baseUrl}/metrics`)
+        .then((response) => response.text())
+        .catch(() => '')
       const used = valueOf(parseExposition(text), 'nodejs_heap_size_used_bytes')
       if (used !== undefined) lowest = Math.min(lowest, used)
       await sleep(1000)

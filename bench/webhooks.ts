@@ -140,7 +140,9 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
   }
   const rows: string[] = []
   const row = (scenario: string, result: LoadResult | undefined, note: string) =>
-    rows.push(`| ${scenario} | ${result ? Math.round(result.rps).toLocaleString('en-US') : '—'} | ${result ? `${result.p99Ms.toFixed(1)} ms` : '—'} | ${result?.failures ?? '—'} | ${note} |`)
+    rows.push(
+      `| ${scenario} | ${result ? Math.round(result.rps).toLocaleString('en-US') : '—'} | ${result ? `${result.p99Ms.toFixed(1)} ms` : '—'} | ${result?.failures ?? '—'} | ${note} |`,
+    )
   // This machine's PostgreSQL runs without autovacuum (docs/benchmarks.md), which a deployment's would not: after each
   // phase's hundred thousand deliveries deleted, the queue's indexes would otherwise keep every dead entry, for
   // every later claim to step over. Between phases, what autovacuum would have done by then.
@@ -202,7 +204,11 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
     const started = performance.now()
     const left = await settle(bulk, 120)
     const seconds = (performance.now() - started) / 1000
-    row('deliveries at saturation', undefined, `${piled} owed at once to a second endpoint: ${Math.round((piled - left) / seconds)} deliveries/s (${piled - left} in ${seconds.toFixed(1)} s)`)
+    row(
+      'deliveries at saturation',
+      undefined,
+      `${piled} owed at once to a second endpoint: ${Math.round((piled - left) / seconds)} deliveries/s (${piled - left} in ${seconds.toFixed(1)} s)`,
+    )
     second.close()
 
     await vacuum()

@@ -24,7 +24,12 @@ try {
   })
   const brand = (ar: string, en: string) => ({ displayName: { ar, en }, urlSafeName: en.toLowerCase().replace(/\W+/g, '-'), imageUrl: goodImage() })
   const make = (referenceId: string, names: [string, string], items: unknown[], discountRate: number) =>
-    service.createListing(provider.token, { referenceId, brand: brand(...names), items, listingDetails: { discountRate, type: 'timed', isAssignedToDriver: true } })
+    service.createListing(provider.token, {
+      referenceId,
+      brand: brand(...names),
+      items,
+      listingDetails: { discountRate, type: 'timed', isAssignedToDriver: true },
+    })
   const token = { authorization: `Bearer ${provider.token}` }
   const withdrawn = await make('evening-bread', ['مخبز المساء', 'Evening Bread'], [item('خبز بر', 'Brown bread', 4, 10)], 0.3)
   await fetch(`${service.baseUrl}/api/v1/listing/${withdrawn}/withdraw`, { method: 'POST', headers: token })

@@ -24,10 +24,7 @@ export interface BackgroundDependencies {
   metrics: Metrics
   /** Whether the API is busy: webhook deliveries then give way (http/request-pressure.ts). */
   busy: () => boolean
-  config: Pick<
-    Config,
-    'EVENT_RETENTION_DAYS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'
-  >
+  config: Pick<Config, 'EVENT_RETENTION_DAYS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'>
 }
 
 const DAY_MS = 24 * 3600 * 1000

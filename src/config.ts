@@ -37,7 +37,7 @@ export const ConfigSchema = Type.Object(
       minimum: 1,
       default: 5000,
       description:
-        'whole budget for fetching one image, body included; also bounds a create\'s whole wait for its images, ' +
+        "whole budget for fetching one image, body included; also bounds a create's whole wait for its images, " +
         'waiting for a free fetch included (images not checked by then are `400` `image-unavailable`)',
     }),
     IMAGE_QUEUE_PER_PROVIDER: Type.Integer({
@@ -45,7 +45,7 @@ export const ConfigSchema = Type.Object(
       minimum: 101,
       default: 256,
       description:
-        'most images one provider\'s creates may be waiting on at once (from the start of each create\'s image ' +
+        "most images one provider's creates may be waiting on at once (from the start of each create's image " +
         'check to its end); a create that would go over is refused with `429` and `Retry-After`',
     }),
     IMAGE_ALLOW_PRIVATE_NETWORKS: Type.Boolean({
@@ -80,8 +80,7 @@ export const ConfigSchema = Type.Object(
     HTTP_HEADERS_TIMEOUT_MS: Type.Integer({
       minimum: 1,
       default: 10000,
-      description:
-        'longest a client may take to send a request\'s headers; then `408` and the connection is closed (slowloris)',
+      description: "longest a client may take to send a request's headers; then `408` and the connection is closed (slowloris)",
     }),
     HTTP_REQUEST_TIMEOUT_MS: Type.Integer({
       minimum: 1,
@@ -111,8 +110,7 @@ export const ConfigSchema = Type.Object(
       pattern: '^\\d{1,7}(,\\d{1,7}){0,49}$',
       default: '5,300,1800,7200,18000,36000,50400,72000,86400',
       description:
-        'seconds to wait before each retry of a failed webhook attempt (each up to 10 % later), comma-separated; ' +
-        'after the last, the delivery has failed',
+        'seconds to wait before each retry of a failed webhook attempt (each up to 10 % later), comma-separated; ' + 'after the last, the delivery has failed',
     }),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: Type.Boolean({
       default: false,
@@ -155,9 +153,7 @@ function accepted(schema: FieldSchema): string {
   if (schema.enum) return `one of ${schema.enum.join(', ')}`
   if (schema.type === 'boolean') return 'true or false'
   if (schema.type === 'integer') {
-    return schema.maximum === undefined
-      ? `an integer >= ${schema.minimum}`
-      : `an integer from ${schema.minimum} to ${schema.maximum}`
+    return schema.maximum === undefined ? `an integer >= ${schema.minimum}` : `an integer from ${schema.minimum} to ${schema.maximum}`
   }
   return schema.description ?? 'a non-empty string'
 }

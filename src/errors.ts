@@ -23,7 +23,7 @@ export const problemTypes = {
     title: 'Image unavailable',
     description:
       'An image could not be fetched: DNS failure, refused, a non-2xx answer, more than 3 redirects, over ' +
-      'IMAGE_FETCH_TIMEOUT_MS (which bounds the whole wait for a create\'s images, waiting for a free fetch ' +
+      "IMAGE_FETCH_TIMEOUT_MS (which bounds the whole wait for a create's images, waiting for a free fetch " +
       'included), or a forbidden (private) address. `errors[]` points at every failing image.',
   },
   unauthorized: {
@@ -34,9 +34,7 @@ export const problemTypes = {
   forbidden: {
     status: 403,
     title: 'Forbidden',
-    description:
-      'The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on ' +
-      'a marketplace route.',
+    description: 'The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on ' + 'a marketplace route.',
   },
   'not-found': {
     status: 404,
@@ -98,8 +96,7 @@ export const problemTypes = {
   'unsupported-image-format': {
     status: 415,
     title: 'Unsupported image format',
-    description:
-      'An image is not JPEG, PNG, GIF or WebP, judged by its first bytes. `errors[]` points at every failing image.',
+    description: 'An image is not JPEG, PNG, GIF or WebP, judged by its first bytes. `errors[]` points at every failing image.',
   },
   'rate-limited': {
     status: 429,
@@ -141,9 +138,7 @@ export const ProblemDetailSchema = Type.Object(
         examples: ['limit'],
       }),
     ),
-    header: Type.Optional(
-      Type.String({ description: 'Name of the offending request header; set for header problems.', examples: ['If-Match'] }),
-    ),
+    header: Type.Optional(Type.String({ description: 'Name of the offending request header; set for header problems.', examples: ['If-Match'] })),
     detail: Type.String({ description: 'What is wrong with it, in English.', examples: ['must be >= 1'] }),
   },
   { description: 'One problem found: `pointer`, `parameter` or `header` says where, `detail` says what.' },
@@ -185,11 +180,7 @@ export class Problem extends Error {
   readonly errors: ProblemDetail[] | undefined
   readonly headers: Record<string, string>
 
-  constructor(
-    type: ProblemType,
-    detail: string,
-    options: { errors?: ProblemDetail[]; headers?: Record<string, string> } = {},
-  ) {
+  constructor(type: ProblemType, detail: string, options: { errors?: ProblemDetail[]; headers?: Record<string, string> } = {}) {
     super(detail)
     this.type = type
     this.errors = options.errors
@@ -251,11 +242,7 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
     reply.header('connection', 'close')
     closeAfterLinger(request.raw.socket)
   }
-  return reply
-    .code(problem.status)
-    .headers(problem.headers)
-    .type(PROBLEM_CONTENT_TYPE)
-    .send(problem.toBody())
+  return reply.code(problem.status).headers(problem.headers).type(PROBLEM_CONTENT_TYPE).send(problem.toBody())
 }
 
 /**

@@ -101,7 +101,7 @@ export class Metrics {
 
   readonly #webhookLag = new Histogram({
     name: 'listing_webhook_first_attempt_lag_seconds',
-    help: 'Time from an event\'s commit to the start of its first delivery attempt (contract: within 5 s).',
+    help: "Time from an event's commit to the start of its first delivery attempt (contract: within 5 s).",
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   })

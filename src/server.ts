@@ -87,9 +87,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   // On a terminal the same lines are written for people to read (log-output.ts).
   const logger: Logger = pino({ level: config.LOG_LEVEL }, logDestination())
   if (config.IMAGE_ALLOW_PRIVATE_NETWORKS) {
-    logger.warn(
-      'IMAGE_ALLOW_PRIVATE_NETWORKS=true: image URLs may reach loopback and private networks. Development and tests only.',
-    )
+    logger.warn('IMAGE_ALLOW_PRIVATE_NETWORKS=true: image URLs may reach loopback and private networks. Development and tests only.')
   }
   if (config.WEBHOOK_ALLOW_PRIVATE_NETWORKS) {
     logger.warn('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may reach loopback and private networks. Development and tests only.')
@@ -160,8 +158,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   }
 
   // Never on PostgreSQL: a shared production database must not grow a provider nobody asked for.
-  const demo =
-    database.dialect === 'sqlite' ? await new ProviderRepository(database).createDemoIfNone(Date.now()) : undefined
+  const demo = database.dialect === 'sqlite' ? await new ProviderRepository(database).createDemoIfNone(Date.now()) : undefined
 
   app = await buildApp({ config, database, logger, metrics, drain })
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- a signal may have set it during the awaits above.
@@ -174,8 +171,5 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it (migrations, the demo banner) is done. It says where to go next.
-  logger.info(
-    { address, docs: `${address}/docs`, metrics: `${metricsPort?.address ?? address}/metrics`, data: whereDataLives(config.DATABASE_URL) },
-    'ready',
-  )
+  logger.info({ address, docs: `${address}/docs`, metrics: `${metricsPort?.address ?? address}/metrics`, data: whereDataLives(config.DATABASE_URL) }, 'ready')
 }

@@ -58,7 +58,10 @@ export class TrailingBatches<In, Out, Key extends string = string> {
   async #carryOut(key: Key, batch: Array<Waiter<In, Out>>): Promise<void> {
     let outcomes: Array<Settled<Out>>
     try {
-      outcomes = await this.run(batch.map((waiter) => waiter.item), key)
+      outcomes = await this.run(
+        batch.map((waiter) => waiter.item),
+        key,
+      )
     } catch (error) {
       outcomes = batch.map(() => ({ ok: false, error }))
     }

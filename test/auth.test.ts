@@ -108,8 +108,7 @@ await describeEachDialect('authentication', (service) => {
   const unreadBodies: { name: string; send(service: TestService, authorization?: string): Promise<Response> }[] = [
     {
       name: 'invalid JSON',
-      send: (s, a) =>
-        s.request('POST', CREATE, { raw: '{"a":', headers: withAuthorization(a, { 'content-type': 'application/json' }) }),
+      send: (s, a) => s.request('POST', CREATE, { raw: '{"a":', headers: withAuthorization(a, { 'content-type': 'application/json' }) }),
     },
     {
       name: 'an invalid listing',
@@ -221,14 +220,11 @@ await describeEachDialect('authentication', (service) => {
       const listed = await service.list(token)
       assert.equal(listed.status, 200, listed.text)
       assert.equal(listed.body.recordCount, 2)
-      assert.deepEqual(
-        listed.body.content.map((listing: { id: string }) => listing.id).sort(),
-        [created.body.listingId, viaSecond.body.listingId].sort(),
-      )
+      assert.deepEqual(listed.body.content.map((listing: { id: string }) => listing.id).sort(), [created.body.listingId, viaSecond.body.listingId].sort())
     }
   })
 
-  test('a revoked token is refused within 5 s, and the provider\'s other token keeps working', async () => {
+  test("a revoked token is refused within 5 s, and the provider's other token keeps working", async () => {
     const provider = await service.newProvider()
     const second = await service.providers.createToken(provider.id, Date.now())
     assert.equal((await service.list(provider.token)).status, 200)
@@ -329,31 +325,29 @@ await describeEachDialect('authentication', (service) => {
     // Regression: a 401 kept the connection alive, so the server read and discarded a body of any size from a
     // client it had already refused.
     const total = 256 * ONE_MIB
-    const { status, connection, sent } = await new Promise<{ status: number; connection?: string; sent: number }>(
-      (resolve, reject) => {
-        const request = http.request(new URL(CREATE, service.baseUrl), {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-        })
-        let sent = 0
-        let answer: { status: number; connection?: string } | undefined
-        request.on('response', (response) => {
-          answer = { status: response.statusCode ?? 0, connection: response.headers.connection }
-          response.resume()
-        })
-        request.on('error', () => {}) // the server closing mid-upload is the expected outcome
-        request.on('close', () => (answer ? resolve({ ...answer, sent }) : reject(new Error('no answer'))))
-        const chunk = Buffer.alloc(ONE_MIB, 0x20)
-        const pump = () => {
-          while (sent < total && !request.destroyed) {
-            sent += chunk.length
-            if (!request.write(chunk)) return void request.once('drain', pump)
-          }
-          request.end()
+    const { status, connection, sent } = await new Promise<{ status: number; connection?: string; sent: number }>((resolve, reject) => {
+      const request = http.request(new URL(CREATE, service.baseUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+      })
+      let sent = 0
+      let answer: { status: number; connection?: string } | undefined
+      request.on('response', (response) => {
+        answer = { status: response.statusCode ?? 0, connection: response.headers.connection }
+        response.resume()
+      })
+      request.on('error', () => {}) // the server closing mid-upload is the expected outcome
+      request.on('close', () => (answer ? resolve({ ...answer, sent }) : reject(new Error('no answer'))))
+      const chunk = Buffer.alloc(ONE_MIB, 0x20)
+      const pump = () => {
+        while (sent < total && !request.destroyed) {
+          sent += chunk.length
+          if (!request.write(chunk)) return void request.once('drain', pump)
         }
-        pump()
-      },
-    )
+        request.end()
+      }
+      pump()
+    })
     assert.equal(status, 401)
     assert.equal(connection, 'close')
     assert.ok(sent < total / 4, `the client managed to send ${sent / ONE_MIB} MiB before the server closed`)

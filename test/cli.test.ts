@@ -80,10 +80,7 @@ for (const dialect of await testDialects()) {
         assert.equal(new Date(provider.createdAt).toISOString(), provider.createdAt)
       }
       const mine = providers.find((p: { id: string }) => p.id === created.id)
-      assert.deepEqual(
-        { id: mine?.id, name: mine?.name, industry: mine?.industry },
-        { id: created.id, name: 'Listed', industry: 'grocery' },
-      )
+      assert.deepEqual({ id: mine?.id, name: mine?.name, industry: mine?.industry }, { id: created.id, name: 'Listed', industry: 'grocery' })
       assert.ok(!result.stdout.includes(created.token), 'the token is not printed')
       assert.ok(!result.stdout.includes('lst_'), 'no token of any provider is printed')
       assert.ok(!result.stdout.includes(createHash('sha256').update(created.token).digest('hex')), 'no token hash')
@@ -117,8 +114,7 @@ for (const dialect of await testDialects()) {
       const second = printed(await cli('token', 'create', '--provider', provider.id))
       const server = await startServer({ DATABASE_URL: database.url })
       try {
-        const list = (token: string) =>
-          fetch(`${server.baseUrl}/api/v1/listing`, { headers: { authorization: `Bearer ${token}` } })
+        const list = (token: string) => fetch(`${server.baseUrl}/api/v1/listing`, { headers: { authorization: `Bearer ${token}` } })
         const first = await list(provider.token)
         assert.equal(first.status, 200)
         assert.deepEqual(await first.json(), { recordCount: 0, content: [] })

@@ -60,9 +60,7 @@ describe('the typed client against the running service', () => {
     const read = await unwrap(client.GET('/api/v1/listing/{listingId}', { params: { path: { listingId } } }))
     assert.equal(read.version, 1)
     assert.equal(read.brand.industry, 'bakery')
-    const byReference = await unwrap(
-      client.GET('/api/v1/listing/by-reference/{referenceId}', { params: { path: { referenceId: body.referenceId } } }),
-    )
+    const byReference = await unwrap(client.GET('/api/v1/listing/by-reference/{referenceId}', { params: { path: { referenceId: body.referenceId } } }))
     assert.deepEqual(byReference, read)
 
     const changed = await unwrap(
@@ -89,7 +87,10 @@ describe('the typed client against the running service', () => {
     assert.match(created.secret, /^whsec_/)
     const webhookId = created.id
     const path = { params: { path: { webhookId } } }
-    assert.deepEqual((await unwrap(client.GET('/api/v1/webhooks', {}))).data.map((endpoint) => endpoint.id), [webhookId])
+    assert.deepEqual(
+      (await unwrap(client.GET('/api/v1/webhooks', {}))).data.map((endpoint) => endpoint.id),
+      [webhookId],
+    )
     const read = await unwrap(client.GET('/api/v1/webhooks/{webhookId}', path))
     assert.deepEqual([read.events, read.status, read.disabledReason], [['listing.withdrawn'], 'enabled', null])
     const rotated = await unwrap(client.POST('/api/v1/webhooks/{webhookId}/rotate-secret', path))

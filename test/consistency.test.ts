@@ -45,12 +45,7 @@ await describeEachDialect('recordCount and pages under concurrent creates', (ser
         // Newest first: within one provider, ids sort as listings were created.
         assert.deepEqual(ids, [...ids].sort().reverse(), `limit ${limit}: not newest first`)
       }
-      const seqs = await service.database.kysely
-        .selectFrom('listings')
-        .select('seq')
-        .where('provider_id', '=', owner.id)
-        .orderBy('seq')
-        .execute()
+      const seqs = await service.database.kysely.selectFrom('listings').select('seq').where('provider_id', '=', owner.id).orderBy('seq').execute()
       assert.deepEqual(
         seqs.map((row) => row.seq),
         expected.map((_, i) => i + 1),
@@ -121,7 +116,11 @@ await describeEachDialect('a listing and its events agree after concurrent chang
     const events = await db.selectFrom('events').selectAll().where('provider_id', '=', provider.id).orderBy('seq').execute()
     const counters = await db.selectFrom('providers').select(['event_count', 'listing_count']).where('id', '=', provider.id).executeTakeFirstOrThrow()
     assert.equal(counters.event_count, events.length)
-    assert.deepEqual(events.map((event) => event.seq), events.map((_, i) => i + 1), 'event seqs are dense')
+    assert.deepEqual(
+      events.map((event) => event.seq),
+      events.map((_, i) => i + 1),
+      'event seqs are dense',
+    )
     for (const listing of listings) {
       const record = JSON.parse(listing.items_record) as Array<Record<string, unknown>>
       assert.deepEqual(
@@ -131,7 +130,11 @@ await describeEachDialect('a listing and its events agree after concurrent chang
       )
       assert.equal(listing.sold_out, record.every((row) => row.quantity === 0) ? 1 : 0, `${listing.id}: sold_out`)
       const own = events.filter((event) => event.listing_id === listing.id)
-      assert.deepEqual(own.map((event) => JSON.parse(event.snapshot).version), own.map((_, i) => i + 1), `${listing.id}: event versions`)
+      assert.deepEqual(
+        own.map((event) => JSON.parse(event.snapshot).version),
+        own.map((_, i) => i + 1),
+        `${listing.id}: event versions`,
+      )
       assert.equal(listing.version, own.length, `${listing.id}: one event per version`)
       assert.deepEqual(JSON.parse(own.at(-1)?.snapshot as string).items, record, `${listing.id}: the last event holds the listing as it is`)
     }

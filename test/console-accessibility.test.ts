@@ -1,16 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, Page } from 'playwright-core'
-import {
-  browserAvailable,
-  DESKTOP,
-  launchBrowser,
-  PHONE,
-  seriousViolations,
-  startConsoleService,
-  watchedPage,
-  type ConsoleService,
-} from './console-browser.js'
+import { browserAvailable, DESKTOP, launchBrowser, PHONE, seriousViolations, startConsoleService, watchedPage, type ConsoleService } from './console-browser.js'
 import { startReceiver, type Receiver } from './webhook-receiver.js'
 
 // shared/spec/CONSOLE.md, "Quality": axe-core finds no serious or critical violation on any screen, in both
@@ -60,9 +51,28 @@ if (browserAvailable()) {
           const { page, problems } = await watchedPage(context)
           const at = (screen: string) => `${screen} (${language}, ${viewport.width} px)`
           const h1 = (name: string) => page.getByRole('heading', { level: 1, name, exact: true }).waitFor()
-          const t = language === 'en'
-            ? { signIn: 'Sign in', listings: 'Listings', newListing: 'New listing', publish: 'Publish', activity: 'Activity', webhooks: 'Webhooks', withdraw: 'Withdraw', token: 'API token' }
-            : { signIn: 'دخول', listings: 'العروض', newListing: 'عرض جديد', publish: 'نشر', activity: 'النشاط', webhooks: 'الخطافات (Webhooks)', withdraw: 'سحب', token: 'رمز الواجهة' }
+          const t =
+            language === 'en'
+              ? {
+                  signIn: 'Sign in',
+                  listings: 'Listings',
+                  newListing: 'New listing',
+                  publish: 'Publish',
+                  activity: 'Activity',
+                  webhooks: 'Webhooks',
+                  withdraw: 'Withdraw',
+                  token: 'API token',
+                }
+              : {
+                  signIn: 'دخول',
+                  listings: 'العروض',
+                  newListing: 'عرض جديد',
+                  publish: 'نشر',
+                  activity: 'النشاط',
+                  webhooks: 'الخطافات (Webhooks)',
+                  withdraw: 'سحب',
+                  token: 'رمز الواجهة',
+                }
 
           await page.goto(`${service.baseUrl}/console`)
           assert.equal(await page.getAttribute('html', 'dir'), language === 'ar' ? 'rtl' : 'ltr')
@@ -184,11 +194,17 @@ if (browserAvailable()) {
       await page.keyboard.press('Enter')
       await page.getByRole('heading', { level: 1, name: 'Keyboard Bakery' }).waitFor()
       const id = new URL(page.url()).pathname.split('/').pop() as string
-      const listing = (await (await fetch(`${service.baseUrl}/api/v1/listing/${id}`, { headers: { authorization: `Bearer ${provider.token}` } })).json())
+      const listing = await (await fetch(`${service.baseUrl}/api/v1/listing/${id}`, { headers: { authorization: `Bearer ${provider.token}` } })).json()
       assert.equal(listing.referenceId, 'keyboard-1')
       assert.equal(listing.listingDetails.type, 'priority_timed')
       assert.equal(listing.listingDetails.isAssignedToDriver, false)
-      assert.deepEqual(listing.items.map((i: any) => [i.nameEn, i.price, i.quantity]), [['Bread', 5, 2], ['Cake', 8.25, 1]])
+      assert.deepEqual(
+        listing.items.map((i: any) => [i.nameEn, i.price, i.quantity]),
+        [
+          ['Bread', 5, 2],
+          ['Cake', 8.25, 1],
+        ],
+      )
       assert.deepEqual(problems, [])
       await context.close()
     })

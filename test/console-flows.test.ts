@@ -195,7 +195,7 @@ if (browserAvailable()) {
       await page.locator(field('/brand/displayName/en')).fill('Desert Rose Cafe')
       // The prefill comes from the provider's previous listing, read after the form opens: wait for it, bounded.
       const brandImage = page.locator(field('/brand/imageUrl'))
-      for (const deadline = Date.now() + 10_000; (await brandImage.inputValue()) === '' && Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 10_000; (await brandImage.inputValue()) === '' && Date.now() < deadline;) {
         await new Promise((resolve) => setTimeout(resolve, 50))
       }
       assert.equal(await brandImage.inputValue(), goodImage().replace('console.png', 'brand.png'), 'prefilled from the previous listing')
@@ -244,7 +244,12 @@ if (browserAvailable()) {
       const soldOut = a.page.getByRole('button', { name: 'Sold out' })
       for (let left = 2; left > 0; left--) {
         await soldOut.first().click()
-        await a.page.waitForFunction((n) => document.querySelectorAll('button').length >= 0 && [...document.querySelectorAll('button')].filter((b) => b.textContent === 'Sold out').length === n, left - 1)
+        await a.page.waitForFunction(
+          (n) =>
+            document.querySelectorAll('button').length >= 0 &&
+            [...document.querySelectorAll('button')].filter((b) => b.textContent === 'Sold out').length === n,
+          left - 1,
+        )
       }
       assert.equal(await a.page.locator(field('/items/1/quantity')).inputValue(), '0')
       await a.page.getByRole('button', { name: 'Save changes' }).click()
@@ -350,10 +355,12 @@ if (browserAvailable()) {
         await service.createListing(provider.token)
         await receiver.waitFor((deliveries) => deliveries.length >= 1, 10_000)
         // The attempt is logged once the receiver has answered; read the log until it is there.
-        const webhooks = (await (await fetch(`${service.baseUrl}/api/v1/webhooks`, { headers: { authorization: `Bearer ${provider.token}` } })).json())
+        const webhooks = await (await fetch(`${service.baseUrl}/api/v1/webhooks`, { headers: { authorization: `Bearer ${provider.token}` } })).json()
         const webhookId = webhooks.data[0].id
         for (let tries = 0; tries < 50; tries++) {
-          const log = (await (await fetch(`${service.baseUrl}/api/v1/webhooks/${webhookId}/deliveries`, { headers: { authorization: `Bearer ${provider.token}` } })).json())
+          const log = await (
+            await fetch(`${service.baseUrl}/api/v1/webhooks/${webhookId}/deliveries`, { headers: { authorization: `Bearer ${provider.token}` } })
+          ).json()
           if (log.data.some((attempt: any) => attempt.outcome === 'succeeded')) break
           await new Promise((resolve) => setTimeout(resolve, 100))
         }
@@ -370,7 +377,9 @@ if (browserAvailable()) {
         receiver.answer = () => 410
         await service.createListing(provider.token)
         for (let tries = 0; tries < 100; tries++) {
-          const endpoint = (await (await fetch(`${service.baseUrl}/api/v1/webhooks/${webhookId}`, { headers: { authorization: `Bearer ${provider.token}` } })).json())
+          const endpoint = await (
+            await fetch(`${service.baseUrl}/api/v1/webhooks/${webhookId}`, { headers: { authorization: `Bearer ${provider.token}` } })
+          ).json()
           if (endpoint.status === 'disabled') break
           await new Promise((resolve) => setTimeout(resolve, 100))
         }

@@ -54,7 +54,11 @@ for (const dialect of await testDialects()) {
       const provider = await service.newProvider()
       const response = await signIn({ token: provider.token }, { ...CSRF, 'x-forwarded-proto': 'https' })
       assert.match(String(response.headers['set-cookie']), /; Secure/)
-      const out = await inject({ method: 'DELETE', url: '/console/session', headers: { ...CSRF, 'x-forwarded-proto': 'https', cookie: cookieOf(response.headers['set-cookie']) } })
+      const out = await inject({
+        method: 'DELETE',
+        url: '/console/session',
+        headers: { ...CSRF, 'x-forwarded-proto': 'https', cookie: cookieOf(response.headers['set-cookie']) },
+      })
       assert.match(String(out.headers['set-cookie']), /Max-Age=0.*; Secure/)
     })
 

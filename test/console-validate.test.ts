@@ -18,18 +18,66 @@ const changes: Array<[string, Array<[string, unknown]>]> = [
   ['price with 4 decimals', [['/items/0/price', 1.0001]]],
   ['price 19.99 (exact decimal)', [['/items/0/price', 19.99]]],
   ['price as text', [['/items/0/price', '5']]],
-  ['quantity 0 and fractional', [['/items/0/quantity', 0], ['/items/1/quantity', 1.5]]],
+  [
+    'quantity 0 and fractional',
+    [
+      ['/items/0/quantity', 0],
+      ['/items/1/quantity', 1.5],
+    ],
+  ],
   ['discount out of range', [['/listingDetails/discountRate', 0.05]]],
   ['discount above 1', [['/listingDetails/discountRate', 1.5]]],
   ['unknown type', [['/listingDetails/type', 'weekly']]],
   ['driver as text', [['/listingDetails/isAssignedToDriver', 'true']]],
-  ['web name with a space, and empty', [['/brand/urlSafeName', 'a b'], ['/items/0/urlSafeName', '']]],
-  ['names of spaces only, and too long', [['/brand/displayName/ar', '   '], ['/items/1/displayName/en', 'x'.repeat(201)]]],
-  ['image URLs: not http, with a password', [['/brand/imageUrl', 'ftp://example.com/a.png'], ['/items/0/imageUrl', 'http://u:p@example.com/a.png']]],
-  ['an unknown field, a missing one', [['/brand/colour', 'red'], ['/location/latitude', undefined]]],
-  ['latitude and longitude out of range', [['/location/latitude', 91], ['/location/longitude', -181]]],
-  ['empty reference, NUL in a name', [['/referenceId', ''], ['/items/0/displayName/ar', 'a\u0000b']]],
-  ['unknown category and subcategory', [['/items/1/category', 'food'], ['/items/1/subCategory', 'dessert']]],
+  [
+    'web name with a space, and empty',
+    [
+      ['/brand/urlSafeName', 'a b'],
+      ['/items/0/urlSafeName', ''],
+    ],
+  ],
+  [
+    'names of spaces only, and too long',
+    [
+      ['/brand/displayName/ar', '   '],
+      ['/items/1/displayName/en', 'x'.repeat(201)],
+    ],
+  ],
+  [
+    'image URLs: not http, with a password',
+    [
+      ['/brand/imageUrl', 'ftp://example.com/a.png'],
+      ['/items/0/imageUrl', 'http://u:p@example.com/a.png'],
+    ],
+  ],
+  [
+    'an unknown field, a missing one',
+    [
+      ['/brand/colour', 'red'],
+      ['/location/latitude', undefined],
+    ],
+  ],
+  [
+    'latitude and longitude out of range',
+    [
+      ['/location/latitude', 91],
+      ['/location/longitude', -181],
+    ],
+  ],
+  [
+    'empty reference, NUL in a name',
+    [
+      ['/referenceId', ''],
+      ['/items/0/displayName/ar', 'a\u0000b'],
+    ],
+  ],
+  [
+    'unknown category and subcategory',
+    [
+      ['/items/1/category', 'food'],
+      ['/items/1/subCategory', 'dessert'],
+    ],
+  ],
   ['brand not an object', [['/brand', 'Morning Bakery']]],
   ['no items', [['/items', []]]],
   ['101 items', [['/items', Array.from({ length: 101 }, () => listingBody().items[0])]]],
@@ -59,7 +107,13 @@ describe('console checks = service checks (create and change bodies)', { timeout
   test('change: the same pointers as the service for a bad PATCH body', async () => {
     const created = await service.create(provider.token, listingBody({}, 2))
     const bodies = [
-      { listingDetails: { discountRate: 2 }, items: [{ position: 0, quantity: -1 }, { position: 1, price: 0.5 }] },
+      {
+        listingDetails: { discountRate: 2 },
+        items: [
+          { position: 0, quantity: -1 },
+          { position: 1, price: 0.5 },
+        ],
+      },
       { items: [{ position: 100, quantity: 1 }], extra: true },
       { items: [{ position: 0, quantity: 3, price: 9.25 }] },
     ]

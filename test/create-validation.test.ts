@@ -42,9 +42,12 @@ const invalid: Rule[] = [
   ].map((pointer) => ({ name: `missing ${pointer}`, pointer, value: absent, detail: /required/ })),
 
   // Unknown fields anywhere.
-  ...['/extra', '/location/altitude', '/brand/logo', '/brand/displayName/fr', '/listingDetails/note', '/items/0/sku'].map(
-    (pointer) => ({ name: `unknown ${pointer}`, pointer, value: 1, detail: /not an accepted field/ }),
-  ),
+  ...['/extra', '/location/altitude', '/brand/logo', '/brand/displayName/fr', '/listingDetails/note', '/items/0/sku'].map((pointer) => ({
+    name: `unknown ${pointer}`,
+    pointer,
+    value: 1,
+    detail: /not an accepted field/,
+  })),
 
   // No coercion: a number in a string is not a number, "true" is not a boolean.
   { name: 'price as a string', pointer: '/items/0/price', value: '25', detail: /must be a number/ },
@@ -235,5 +238,4 @@ await describeEachDialect('create: validation', (service) => {
       assert.equal(response.body.errors[0].pointer, '', response.text)
     }
   })
-
 })

@@ -64,7 +64,10 @@ function check(latitude: number, longitude: number, radius: number, next: () => 
     assert.ok(regions.includes(regionOf(cell)), `region of ${where} is not in ${JSON.stringify(regions)}`)
     const { latitude: lat, longitude: lon } = point
     assert.ok(lat >= bounds.south && lat <= bounds.north, `latitude of ${where} outside ${JSON.stringify(bounds)}`)
-    assert.ok(bounds.longitudes.some(([west, east]) => lon >= west && lon <= east), `longitude of ${where} outside ${JSON.stringify(bounds)}`)
+    assert.ok(
+      bounds.longitudes.some(([west, east]) => lon >= west && lon <= east),
+      `longitude of ${where} outside ${JSON.stringify(bounds)}`,
+    )
   }
 }
 

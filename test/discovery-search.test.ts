@@ -96,7 +96,10 @@ for (const dialect of await testDialects()) {
         const oneSecond = filter.expiresUntil !== null && filter.expiresUntil === filter.expiresFrom
         if (!oneSecond) assert.ok(read <= 8 * (limit + 1), `a window of ${filter.expiresFrom}..${filter.expiresUntil} read ${read} rows`)
       }
-      assert.ok(reads.some(({ rows: read }) => read >= 600), 'the crowd’s second was read whole')
+      assert.ok(
+        reads.some(({ rows: read }) => read >= 600),
+        'the crowd’s second was read whole',
+      )
     })
 
     test('nearest first: brute force’s order, page after page', async () => {
@@ -104,10 +107,14 @@ for (const dialect of await testDialects()) {
       assert.deepEqual(seen, bruteForce(2000, 'distance', 200))
     })
 
-    test('PostgreSQL sessions run without JIT: it compiled the batched candidate statement at 1M listings, 10-28 ms a time', { skip: dialect !== 'postgres' }, async () => {
-      const shown = await sql<{ jit: string }>`show jit`.execute(database.kysely)
-      assert.equal(shown.rows[0]?.jit, 'off')
-    })
+    test(
+      'PostgreSQL sessions run without JIT: it compiled the batched candidate statement at 1M listings, 10-28 ms a time',
+      { skip: dialect !== 'postgres' },
+      async () => {
+        const shown = await sql<{ jit: string }>`show jit`.execute(database.kysely)
+        assert.equal(shown.rows[0]?.jit, 'off')
+      },
+    )
 
     test('candidate queries asked at once (one statement on PostgreSQL) are each answered as when asked alone', async () => {
       const repository = new DiscoveryRepository(database)

@@ -40,8 +40,7 @@ function bruteForce(known: Known[], query: Query, nowMs: number): Array<[string,
   return matches.map(({ l, d }) => [l.id, Math.round(d)])
 }
 
-const search = (q: Record<string, string | number>) =>
-  `/api/v1/discover?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`
+const search = (q: Record<string, string | number>) => `/api/v1/discover?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`
 
 /** Every page of a query, following nextCursor; each page checked for shape. */
 async function walk(service: TestService, token: string, query: Query, limit: number): Promise<{ pages: Response[]; hits: Array<[string, number]> }> {
@@ -131,7 +130,12 @@ await describeEachDialect('discovery', (service) => {
       } else if (k % 13 === 5) {
         const patched = await service.request('PATCH', `/api/v1/listing/${l.id}`, {
           token: providerOf(l).token,
-          json: { items: [{ position: 0, quantity: 0 }, { position: 1, quantity: 0 }] },
+          json: {
+            items: [
+              { position: 0, quantity: 0 },
+              { position: 1, quantity: 0 },
+            ],
+          },
         })
         assert.equal(patched.status, 200, patched.text)
         l.soldOut = true
@@ -213,7 +217,9 @@ await describeEachDialect('discovery', (service) => {
     // comparison with radiusKm × 1000 is made on.
     const d = greatCircleMeters(40, 30, 40.009, 30.003)
     const at = (radiusKm: number) =>
-      service.request('GET', search({ latitude: 40, longitude: 30, radiusKm }), { token: marketplace.token }).then((r) => r.body.data.map((e: any) => e.listing.id))
+      service
+        .request('GET', search({ latitude: 40, longitude: 30, radiusKm }), { token: marketplace.token })
+        .then((r) => r.body.data.map((e: any) => e.listing.id))
     // The smallest radiusKm (in JSON's shortest decimal) whose metres are not below the distance.
     let radiusKm = Number((d / 1000).toPrecision(15))
     while (radiusKm * 1000 < d) radiusKm = Number((radiusKm + 1e-12).toPrecision(15))
@@ -226,7 +232,11 @@ await describeEachDialect('discovery', (service) => {
     const here = { latitude: -33.8688, longitude: 151.2093 }
     const found = async () =>
       (await service.request('GET', search({ ...here, radiusKm: 1 }), { token: marketplace.token })).body.data.map((e: any) => e.listing.id).sort()
-    const [a, b, c] = [await createAt(provider, here.latitude, here.longitude), await createAt(provider, here.latitude, here.longitude + 0.001), await createAt(provider, here.latitude + 0.001, here.longitude, { type: 'priority_timed' })]
+    const [a, b, c] = [
+      await createAt(provider, here.latitude, here.longitude),
+      await createAt(provider, here.latitude, here.longitude + 0.001),
+      await createAt(provider, here.latitude + 0.001, here.longitude, { type: 'priority_timed' }),
+    ]
     assert.deepEqual(await found(), [a.id, b.id, c.id].sort())
 
     assert.equal((await service.request('POST', `/api/v1/listing/${a.id}/withdraw`, { token: provider.token })).status, 200)
@@ -235,7 +245,12 @@ await describeEachDialect('discovery', (service) => {
 
     const soldOut = await service.request('PATCH', `/api/v1/listing/${b.id}`, {
       token: provider.token,
-      json: { items: [{ position: 0, quantity: 0 }, { position: 1, quantity: 0 }] },
+      json: {
+        items: [
+          { position: 0, quantity: 0 },
+          { position: 1, quantity: 0 },
+        ],
+      },
     })
     assert.equal(soldOut.body.status, 'sold_out')
     assert.deepEqual(await found(), [c.id])
@@ -279,9 +294,18 @@ await describeEachDialect('discovery', (service) => {
     const provider = providers[2] as TestProvider
     const tiny = [await createAt(provider, 2e-323, 1e-310), await createAt(provider, 90, 1e-310), await createAt(provider, -1e-300, -5e-324)]
     const found = await service.request('GET', search({ latitude: 0, longitude: 0, radiusKm: 1 }), { token: marketplace.token })
-    assert.deepEqual(found.body.data.map((e: any) => [e.listing.id, e.distanceMeters]).sort(), [[tiny[0]?.id, 0], [tiny[2]?.id, 0]].sort())
+    assert.deepEqual(
+      found.body.data.map((e: any) => [e.listing.id, e.distanceMeters]).sort(),
+      [
+        [tiny[0]?.id, 0],
+        [tiny[2]?.id, 0],
+      ].sort(),
+    )
     const pole = await service.request('GET', search({ latitude: 90, longitude: 0, radiusKm: 0.001 }), { token: marketplace.token })
-    assert.deepEqual(pole.body.data.map((e: any) => e.listing.id), [tiny[1]?.id])
+    assert.deepEqual(
+      pole.body.data.map((e: any) => e.listing.id),
+      [tiny[1]?.id],
+    )
   })
 
   test('minDiscountRate keeps only listings discounted at least that much', async () => {
@@ -299,11 +323,18 @@ await describeEachDialect('discovery', (service) => {
     assert.ok(cursor)
     const other = await service.request('GET', search({ ...query, radiusKm: 49, cursor }), { token: marketplace.token })
     assertProblem(other, 400, 'invalid-request')
-    assert.deepEqual(other.body.errors.map((e: any) => e.parameter), ['cursor'])
+    assert.deepEqual(
+      other.body.errors.map((e: any) => e.parameter),
+      ['cursor'],
+    )
     for (const garbage of ['x', 'eyJ9', Buffer.from('{"q":"a","k":1,"id":"b"}').toString('base64url'), cursor.slice(0, -2), '%00']) {
       const response = await service.request('GET', `${search({ ...query })}&cursor=${garbage}`, { token: marketplace.token })
       assertProblem(response, 400, 'invalid-request')
-      assert.deepEqual(response.body.errors.map((e: any) => e.parameter), ['cursor'], garbage)
+      assert.deepEqual(
+        response.body.errors.map((e: any) => e.parameter),
+        ['cursor'],
+        garbage,
+      )
     }
     const more = await service.request('GET', search({ ...query, limit: 5, cursor }), { token: marketplace.token })
     assert.equal(more.status, 200, more.text)

@@ -217,7 +217,10 @@ describe('drain', { concurrency: true }, () => {
 
           const exit = await within(10_000 - (Date.now() - signalledAt), server.closed)
           assert.deepEqual(exit, { code: 0, signal: null })
-          assert.ok(server.logLines().some((line) => line.msg === 'stopped'), 'the log says it stopped')
+          assert.ok(
+            server.logLines().some((line) => line.msg === 'stopped'),
+            'the log says it stopped',
+          )
 
           const stored = await storedItemCounts(dialect, database.url)
           assert.equal(stored.size, 10)

@@ -73,10 +73,13 @@ await describeEachDialect('event feed', (service) => {
     await Promise.all([service.recordExpiries(), service.recordExpiries(), service.recordExpiries()])
     await service.recordExpiries()
     const expired = await readAll(service, provider.token, seen)
-    assert.deepEqual(expired.map((event) => [event.type, event.data.id, event.data.version, event.data.status]).sort(), [
-      ['listing.expired', ids[0], 2, 'expired'],
-      ['listing.expired', ids[1], 2, 'expired'],
-    ].sort())
+    assert.deepEqual(
+      expired.map((event) => [event.type, event.data.id, event.data.version, event.data.status]).sort(),
+      [
+        ['listing.expired', ids[0], 2, 'expired'],
+        ['listing.expired', ids[1], 2, 'expired'],
+      ].sort(),
+    )
     for (const event of expired) assert.equal(event.data.updatedAt, new Date(event.data.expiresAtUnix * 1000).toISOString())
   })
 
@@ -89,7 +92,16 @@ await describeEachDialect('event feed', (service) => {
     const dayMs = 24 * 3600 * 1000
     service.clock.now += (service.config.EVENT_RETENTION_DAYS - 1) * dayMs
     assert.equal((await service.create(token, listingBody())).status, 201)
-    const owed = async () => Number((await service.database.kysely.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll().as('n')).where('endpoint_id', '=', endpoint.body.id).executeTakeFirst())?.n)
+    const owed = async () =>
+      Number(
+        (
+          await service.database.kysely
+            .selectFrom('webhook_deliveries')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('endpoint_id', '=', endpoint.body.id)
+            .executeTakeFirst()
+        )?.n,
+      )
     assert.equal(await owed(), 2)
 
     service.clock.now += 2 * dayMs
@@ -102,7 +114,10 @@ await describeEachDialect('event feed', (service) => {
     assert.equal(await owed(), 1)
     const after = await service.request('GET', `/api/v1/events?after=${old.id}`, { token })
     assertProblem(after, 400, 'invalid-request')
-    assert.deepEqual(after.body.errors.map((error: { parameter: string }) => error.parameter), ['after'])
+    assert.deepEqual(
+      after.body.errors.map((error: { parameter: string }) => error.parameter),
+      ['after'],
+    )
   })
 
   test('pages: limit bounds each page, nextCursor continues it, nothing repeats', async () => {
@@ -125,7 +140,10 @@ await describeEachDialect('event feed', (service) => {
     const mine = await readAll(service, one.token)
     assert.equal(mine.length, 1)
     const problem = assertProblem(await feed(service, other.token, `?after=${mine[0].id}`), 400, 'invalid-request')
-    assert.deepEqual(problem.errors.map((error: any) => error.parameter), ['after'])
+    assert.deepEqual(
+      problem.errors.map((error: any) => error.parameter),
+      ['after'],
+    )
   })
 
   const badQueries: Array<[string, string]> = [
@@ -145,7 +163,10 @@ await describeEachDialect('event feed', (service) => {
     test(`refuses ${query.slice(0, 40)} naming ${parameter}`, async () => {
       const provider = await service.newProvider()
       const problem = assertProblem(await feed(service, provider.token, query), 400, 'invalid-request')
-      assert.deepEqual(problem.errors.map((error: any) => error.parameter), [parameter])
+      assert.deepEqual(
+        problem.errors.map((error: any) => error.parameter),
+        [parameter],
+      )
     })
   }
 

@@ -42,7 +42,10 @@ export function listingBody(overrides: Record<string, unknown> = {}, itemCount =
 
 /** Sets `value` at a JSON Pointer inside `target` (creating nothing: the parent must exist). */
 export function setAt(target: any, pointer: string, value: unknown): void {
-  const tokens = pointer.split('/').slice(1).map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'))
+  const tokens = pointer
+    .split('/')
+    .slice(1)
+    .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'))
   const last = tokens.pop() as string
   const parent = tokens.reduce((node, token) => node[token], target)
   // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- removing a member of a JSON body is the point.

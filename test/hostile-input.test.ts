@@ -96,7 +96,12 @@ for (const dialect of await testDialects()) {
       http1 = client(server)
       // Enough for the page to be over the compression threshold, so Accept-Encoding is negotiated.
       for (let i = 0; i < 3; i += 1) {
-        const created = await http1.request('POST', '/api/v1/listing/create', { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, JSON.stringify(listingBody({}, 3)))
+        const created = await http1.request(
+          'POST',
+          '/api/v1/listing/create',
+          { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          JSON.stringify(listingBody({}, 3)),
+        )
         assert.equal(created.status, 201, created.text)
         listingId = created.body.listingId
       }
@@ -129,7 +134,10 @@ for (const dialect of await testDialects()) {
       }
       const attackMs = answers.slice(1).map((answer) => answer.ms)
       const ratio = median(attackMs) / median(harmlessMs)
-      assert.ok(ratio <= ratioAtMost, `${what}: median ${median(attackMs).toFixed(1)} ms against ${median(harmlessMs).toFixed(1)} ms for a harmless request of the same size (${ratio.toFixed(1)}×)`)
+      assert.ok(
+        ratio <= ratioAtMost,
+        `${what}: median ${median(attackMs).toFixed(1)} ms against ${median(harmlessMs).toFixed(1)} ms for a harmless request of the same size (${ratio.toFixed(1)}×)`,
+      )
       // What the attack was answered: checked after its cost, so that a build that is both slow and wrong says slow.
       for (const answer of answers) check(answer)
     }
@@ -173,7 +181,10 @@ for (const dialect of await testDialects()) {
       const over = `${'"0", '.repeat(1000)}${etag}`
       const refused = await http1.request('GET', `/api/v1/listing/${listingId}`, { ...auth(), 'if-none-match': over })
       const problem = assertProblem(refused, 400, 'invalid-request')
-      assert.deepEqual(problem.errors.map((e: { header: string }) => e.header), ['If-None-Match'])
+      assert.deepEqual(
+        problem.errors.map((e: { header: string }) => e.header),
+        ['If-None-Match'],
+      )
       assert.match(problem.errors[0].detail, /at most \d+ characters/)
     })
 
@@ -322,7 +333,12 @@ for (const dialect of await testDialects()) {
         const problem = assertProblem(response, 415, 'unsupported-media-type')
         assert.equal(problem.errors?.[0]?.header, 'Content-Encoding', name)
       }
-      const patched = await http1.request('PATCH', `/api/v1/listing/${listingId}`, { ...auth(), 'content-type': 'application/json', 'content-encoding': 'deflate' }, JSON.stringify({ listingDetails: { discountRate: 0.2 } }))
+      const patched = await http1.request(
+        'PATCH',
+        `/api/v1/listing/${listingId}`,
+        { ...auth(), 'content-type': 'application/json', 'content-encoding': 'deflate' },
+        JSON.stringify({ listingDetails: { discountRate: 0.2 } }),
+      )
       assertProblem(patched, 415, 'unsupported-media-type')
       // A transfer coding other than chunked is the same body the service cannot read as sent.
       const chunked = await rawRequest(
@@ -332,7 +348,12 @@ for (const dialect of await testDialects()) {
       )
       assert.equal(assertProblem(chunked, 415, 'unsupported-media-type').errors?.[0]?.header, 'Transfer-Encoding')
       assert.equal(await count(), before, 'a coded body was stored')
-      const identity = await http1.request('POST', '/api/v1/listing/create', { ...auth(), 'content-type': 'application/json', 'content-encoding': 'identity' }, plain)
+      const identity = await http1.request(
+        'POST',
+        '/api/v1/listing/create',
+        { ...auth(), 'content-type': 'application/json', 'content-encoding': 'identity' },
+        plain,
+      )
       assert.equal(identity.status, 201, identity.text)
     })
 

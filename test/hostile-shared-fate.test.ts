@@ -24,11 +24,14 @@ after(killAll)
 const AROUND = { latitude: 24.7136, longitude: 46.6753 }
 const LISTINGS = 12
 
-const discover = (params: Record<string, string | number>) =>
-  `/api/v1/discover?${new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]))}`
+const discover = (params: Record<string, string | number>) => `/api/v1/discover?${new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]))}`
 
 /** A cursor as the service wrote them before they were signed: base64url JSON whose fingerprint anyone computes. */
-function unsignedCursor(query: { latitude: number; longitude: number; radiusKm: number; sort: string; minDiscountRate: number }, k: number, id: string): string {
+function unsignedCursor(
+  query: { latitude: number; longitude: number; radiusKm: number; sort: string; minDiscountRate: number },
+  k: number,
+  id: string,
+): string {
   const q = hash('sha256', JSON.stringify([query.latitude, query.longitude, query.radiusKm, query.sort, query.minDiscountRate]), 'base64url').slice(0, 16)
   return Buffer.from(JSON.stringify({ q, k, id })).toString('base64url')
 }
@@ -95,7 +98,11 @@ for (const dialect of await testDialects()) {
         for (const cursor of forgeries) {
           const response = await call(discover({ ...query, cursor }), attacker)
           const problem = assertProblem(response, 400, 'invalid-request')
-          assert.deepEqual(problem.errors.map((e: { parameter: string }) => e.parameter), ['cursor'], cursor)
+          assert.deepEqual(
+            problem.errors.map((e: { parameter: string }) => e.parameter),
+            ['cursor'],
+            cursor,
+          )
         }
         const next = await call(discover({ ...query, limit: 2, cursor: issued }), victim)
         assert.equal(next.status, 200, 'the cursor the service issued still continues the query')
@@ -131,9 +138,7 @@ for (const dialect of await testDialects()) {
       // A fractional expiry is no value a page could end on; PostgreSQL refuses it for a bigint column.
       const broken = { minDiscountRate: 0.1, expiresFrom: 1.5, expiresUntil: 2.5 }
       const fine = { minDiscountRate: 0.1, expiresFrom: 1, expiresUntil: 2 }
-      const outcomes = await Promise.allSettled(
-        Array.from({ length: 40 }, (_, i) => discovery.candidates(area, i % 4 === 0 ? broken : fine)),
-      )
+      const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => discovery.candidates(area, i % 4 === 0 ? broken : fine)))
       outcomes.forEach((outcome, i) => {
         if (i % 4 !== 0) assert.equal(outcome.status, 'fulfilled', `query ${i}: ${outcome.status === 'rejected' ? String(outcome.reason) : ''}`)
       })
@@ -163,7 +168,11 @@ for (const dialect of await testDialects()) {
       outcomes.forEach((outcome, i) => {
         if (i % 5 !== 0) assert.equal(outcome.status, 'fulfilled', `create ${i}: ${outcome.status === 'rejected' ? String(outcome.reason) : ''}`)
       })
-      if (dialect === 'postgres') assert.ok(outcomes.some((outcome) => outcome.status === 'rejected'), 'the poisoned creates failed')
+      if (dialect === 'postgres')
+        assert.ok(
+          outcomes.some((outcome) => outcome.status === 'rejected'),
+          'the poisoned creates failed',
+        )
     } finally {
       await db.close()
       await testDatabase.drop()

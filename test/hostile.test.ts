@@ -117,16 +117,10 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 /** A normal request from a fresh client on a connection of its own, answered within `ms`. */
 function normalRequest(server: ServerProcess, token: string, ms = 3000): Promise<void> {
   const answered = new Promise<void>((resolve, reject) => {
-    const request = httpGet(
-      `${server.baseUrl}/api/v1/listing?limit=1`,
-      { agent: false, headers: { authorization: `Bearer ${token}` } },
-      (response) => {
-        response.resume()
-        response.on('end', () =>
-          response.statusCode === 200 ? resolve() : reject(new Error(`a normal request got ${response.statusCode}`)),
-        )
-      },
-    )
+    const request = httpGet(`${server.baseUrl}/api/v1/listing?limit=1`, { agent: false, headers: { authorization: `Bearer ${token}` } }, (response) => {
+      response.resume()
+      response.on('end', () => (response.statusCode === 200 ? resolve() : reject(new Error(`a normal request got ${response.statusCode}`))))
+    })
     request.on('error', reject)
   })
   return within(answered, ms, 'a normal request')
@@ -204,8 +198,7 @@ describe('hostile clients, against the service as a process', () => {
     try {
       const connection = await open(server)
       connection.socket.write(head('Transfer-Encoding: chunked\r\n'))
-      const chunked = (chunk: Buffer) =>
-        Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])
+      const chunked = (chunk: Buffer) => Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])
       let answeredAfter = -1
       void connection.response.then(() => (answeredAfter = sent))
       let sent = 0

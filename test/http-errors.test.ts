@@ -4,15 +4,7 @@ import { sql } from 'kysely'
 import { listingBody } from './fixtures.js'
 import { describeEachDialect, type Response, type TestService } from './helper.js'
 import { MAX_BODY_DEPTH, TOO_DEEP } from '../src/http/json-bounds.js'
-import {
-  assertProblem,
-  countItems,
-  countListings,
-  pointersOf,
-  postChunked,
-  postStream,
-  REQUEST_ID_SHAPE,
-} from './http-support.js'
+import { assertProblem, countItems, countListings, pointersOf, postChunked, postStream, REQUEST_ID_SHAPE } from './http-support.js'
 
 // Contract §4 (every error is an RFC 9457 problem; X-Request-Id; a 500 says nothing of internals) and the parsing
 // step of docs/api.md#create-a-listing (400 invalid JSON, 415 non-JSON Content-Type, 413 body over 1 MiB).
@@ -242,14 +234,7 @@ await describeEachDialect('HTTP errors and parsing', (service) => {
     const response = await postRaw(service, provider.token, raw)
     const body = assertProblem(response, 400, 'invalid-request')
     const pointers = pointersOf(body)
-    for (const pointer of [
-      '/__proto__',
-      '/constructor',
-      '/prototype',
-      '/brand/__proto__',
-      '/brand/constructor',
-      '/brand/prototype',
-    ]) {
+    for (const pointer of ['/__proto__', '/constructor', '/prototype', '/brand/__proto__', '/brand/constructor', '/brand/prototype']) {
       assert.ok(pointers.includes(pointer), `${pointer} not in ${JSON.stringify(pointers)}`)
     }
     assert.equal(({} as any).polluted, undefined)
@@ -258,7 +243,17 @@ await describeEachDialect('HTTP errors and parsing', (service) => {
     assert.equal(await countListings(service, provider.id), 0)
   })
 
-  for (const pointer of ['/__proto__', '/constructor', '/prototype', '/brand/__proto__', '/brand/constructor', '/brand/prototype', '/items/0/__proto__', '/location/constructor', '/listingDetails/prototype']) {
+  for (const pointer of [
+    '/__proto__',
+    '/constructor',
+    '/prototype',
+    '/brand/__proto__',
+    '/brand/constructor',
+    '/brand/prototype',
+    '/items/0/__proto__',
+    '/location/constructor',
+    '/listingDetails/prototype',
+  ]) {
     test(`a lone ${pointer} key → 400 naming ${pointer}; nothing is polluted`, async () => {
       const provider = await service.newProvider()
       const prototypeKeys = Object.getOwnPropertyNames(Object.prototype).sort()
@@ -306,10 +301,7 @@ await describeEachDialect('HTTP errors and parsing', (service) => {
       [404, await service.request('GET', '/nope', { headers: auth })],
       [415, await service.request('POST', CREATE, { raw: '{}', headers: { ...auth, 'content-type': 'text/plain' } })],
       [413, await service.request('POST', CREATE, { raw: paddedBody(ONE_MIB + 1), headers: { ...auth, ...JSON_TYPE } })],
-      [
-        413,
-        await postChunked(service.baseUrl, CREATE, { total: 2 * ONE_MIB, headers: { ...auth, ...JSON_TYPE } }),
-      ],
+      [413, await postChunked(service.baseUrl, CREATE, { total: 2 * ONE_MIB, headers: { ...auth, ...JSON_TYPE } })],
       [200, await service.request('GET', '/healthz', { headers })],
     ]
   }
@@ -362,13 +354,9 @@ await describeEachDialect('HTTP errors and parsing', (service) => {
   async function installFailingTrigger(): Promise<void> {
     const db = service.database.kysely
     if (service.dialect === 'sqlite') {
-      await sql`create trigger fail_events before insert on events begin select raise(abort, 'boom /secret/path'); end`.execute(
-        db,
-      )
+      await sql`create trigger fail_events before insert on events begin select raise(abort, 'boom /secret/path'); end`.execute(db)
     } else {
-      await sql`create or replace function fail_events() returns trigger language plpgsql as $$ begin raise exception 'boom /secret/path'; end $$`.execute(
-        db,
-      )
+      await sql`create or replace function fail_events() returns trigger language plpgsql as $$ begin raise exception 'boom /secret/path'; end $$`.execute(db)
       await sql`create trigger fail_events before insert on events for each row execute function fail_events()`.execute(db)
     }
   }

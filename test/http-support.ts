@@ -34,7 +34,10 @@ export function assertProblem(response: Response, status: number, type: string):
     assert.ok(Array.isArray(body.errors), context)
     for (const error of body.errors) {
       assert.equal(typeof error.detail, 'string', context)
-      assert.ok([error.pointer, error.parameter, error.header].some((place) => typeof place === 'string'), context)
+      assert.ok(
+        [error.pointer, error.parameter, error.header].some((place) => typeof place === 'string'),
+        context,
+      )
     }
   }
   const requestId = response.headers.get('x-request-id')
@@ -160,11 +163,7 @@ export function tryConnect(port: number): Promise<string> {
 }
 
 /** Sends a body as a ReadableStream through fetch (chunked, no Content-Length). */
-export async function postStream(
-  baseUrl: string,
-  path: string,
-  options: { headers?: Record<string, string>; total: number },
-): Promise<Response> {
+export async function postStream(baseUrl: string, path: string, options: { headers?: Record<string, string>; total: number }): Promise<Response> {
   let sent = 0
   const stream = new ReadableStream<Uint8Array>({
     pull(controller) {
@@ -184,9 +183,7 @@ export async function postStream(
 /** Rows in the listings table (every provider's), counted by the database itself. */
 export async function countListings(service: TestService, providerId?: string): Promise<number> {
   const where = providerId === undefined ? sql`` : sql`where provider_id = ${providerId}`
-  const result = await sql<{ n: number | string }>`select count(*) as n from listings ${where}`.execute(
-    service.database.kysely,
-  )
+  const result = await sql<{ n: number | string }>`select count(*) as n from listings ${where}`.execute(service.database.kysely)
   return Number(result.rows[0]?.n)
 }
 

@@ -224,10 +224,7 @@ await describeEachDialect('create: referenceId and idempotency', (service) => {
     )
     const listed = await service.list(provider.token, '?limit=50')
     assert.equal(listed.body.recordCount, 30)
-    assert.deepEqual(
-      new Set(listed.body.content.map((l: { id: string }) => l.id)),
-      new Set(responses.map((r) => r.body.listingId)),
-    )
+    assert.deepEqual(new Set(listed.body.content.map((l: { id: string }) => l.id)), new Set(responses.map((r) => r.body.listingId)))
   })
 })
 
@@ -241,8 +238,5 @@ test('the fingerprint of a body does not change between versions (stored fingerp
     listingDetails: { discountRate: 0.5, type: 'timed', isAssignedToDriver: true },
     items: [{ displayName: { ar: 'خبز', en: 'Bread' }, urlSafeName: 'bread', category: 'product', subCategory: 'main_dish', price: 19.99, quantity: 2 }],
   } as CreateListingInput
-  assert.equal(
-    prepareListing('prv_1', body).requestHash,
-    'v2:2eb712fd95eedbfea523d6e9780a815e8824ed3951a01a062acc588edc37876b',
-  )
+  assert.equal(prepareListing('prv_1', body).requestHash, 'v2:2eb712fd95eedbfea523d6e9780a815e8824ed3951a01a062acc588edc37876b')
 })

@@ -127,9 +127,7 @@ describe('image probe starvation and orphaned work (issue 25 item 4)', { concurr
           IMAGE_QUEUE_PER_PROVIDER: '1000',
         })
         const [attacker, victim] = tokens
-        const attacks = Array.from({ length: 30 }, (_, n) =>
-          timed(postCreate(server.port, agent, attacker, hangingBody(images, `starve-${n}`, 15))),
-        )
+        const attacks = Array.from({ length: 30 }, (_, n) => timed(postCreate(server.port, agent, attacker, hangingBody(images, `starve-${n}`, 15))))
         for (const pending of attacks) pending.catch(() => {})
         await eventually(() => hangRequests(images) >= PROVIDER_SHARE, 10_000, 'the attacker filling its share of fetches')
 

@@ -330,10 +330,7 @@ describe('image prober: sharing, caching and bounds', () => {
         serveBytes(request, response, IMAGES.png)
       })
     }
-    const routes = await startImageServer(
-      '127.0.0.1',
-      Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`/slow/${i}.png`, slowImage])),
-    )
+    const routes = await startImageServer('127.0.0.1', Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`/slow/${i}.png`, slowImage])))
     try {
       const started = Date.now()
       await p.check(Array.from({ length: 12 }, (_, i) => ({ pointer: `/items/${i}/imageUrl`, url: routes.url(`/slow/${i}.png`) })))

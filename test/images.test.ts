@@ -42,9 +42,7 @@ await describeEachDialect('images: checked before storing', (service) => {
     assert.equal(response.status, 415, response.text)
     assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/)
     assert.equal(response.body.type, '/problems/unsupported-image-format')
-    assert.deepEqual(response.body.errors, [
-      { pointer: '/brand/imageUrl', detail: 'content is image/svg+xml; accepted: jpg, png, gif, webp' },
-    ])
+    assert.deepEqual(response.body.errors, [{ pointer: '/brand/imageUrl', detail: 'content is image/svg+xml; accepted: jpg, png, gif, webp' }])
     assert.equal((await service.list(provider.token)).body.recordCount, 0)
 
     body.brand.imageUrl = images.url('/tiny.png')
@@ -56,9 +54,7 @@ await describeEachDialect('images: checked before storing', (service) => {
     const response = await service.create(provider.token, withImages('/tiny.png', [undefined, '/size/6000000']))
     assert.equal(response.status, 413, response.text)
     assert.equal(response.body.type, '/problems/image-too-large')
-    assert.deepEqual(response.body.errors, [
-      { pointer: '/items/1/imageUrl', detail: 'image is 6.0 MB; the limit is 5 MiB' },
-    ])
+    assert.deepEqual(response.body.errors, [{ pointer: '/items/1/imageUrl', detail: 'image is 6.0 MB; the limit is 5 MiB' }])
   })
 
   test('an image that cannot be fetched is 400 image-unavailable', async () => {
@@ -91,7 +87,10 @@ await describeEachDialect('images: checked before storing', (service) => {
   test('100 items sharing one image URL fetch it once', async () => {
     const provider = await service.newProvider()
     const path = `/img/shared-${service.dialect}.png`
-    const body = withImages('/tiny.png', Array.from({ length: 100 }, () => path))
+    const body = withImages(
+      '/tiny.png',
+      Array.from({ length: 100 }, () => path),
+    )
     assert.equal((await service.create(provider.token, body)).status, 201)
     assert.equal(images.requests.filter((r) => r.path === path).length, 1)
   })

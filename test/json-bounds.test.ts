@@ -33,7 +33,18 @@ describe('request body bounds', { timeout: 60_000 }, () => {
   })
 
   test('values count every scalar, object and array, as parsing the body would find them', () => {
-    const bodies = ['1', '[]', '{}', '[ ]', '[1]', '[1, 2 ,3]', '{"a":[1,2]}', '[[],{},[[]],{"a":{}}]', '{"a,b":"c,d","[":"]"}', JSON.stringify(listingBody({}, 3))]
+    const bodies = [
+      '1',
+      '[]',
+      '{}',
+      '[ ]',
+      '[1]',
+      '[1, 2 ,3]',
+      '{"a":[1,2]}',
+      '[[],{},[[]],{"a":{}}]',
+      '{"a,b":"c,d","[":"]"}',
+      JSON.stringify(listingBody({}, 3)),
+    ]
     for (const body of bodies) {
       const count = countValues(JSON.parse(body))
       assert.equal(judge(body, 100, count), undefined, `${body}: ${count} values fit ${count}`)

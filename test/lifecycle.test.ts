@@ -211,7 +211,10 @@ await describeEachDialect('PATCH a listing', (service) => {
     service.clock.now += 1000
     const same = await patch(service, provider.token, id, {
       listingDetails: { discountRate: 0.5 },
-      items: [{ position: 0, quantity: 1, price: 10 }, { position: 1, price: 11.0 }],
+      items: [
+        { position: 0, quantity: 1, price: 10 },
+        { position: 1, price: 11.0 },
+      ],
     })
     assert.deepEqual(assertListing(same, 1, 'active'), before)
     const events = await service.request('GET', '/api/v1/events', { token: provider.token })
@@ -226,7 +229,14 @@ await describeEachDialect('PATCH a listing', (service) => {
     ['an empty items array', { items: [] }, [['/items', /at least 1/]]],
     ['an item changing nothing', { items: [{ position: 0 }] }, [['/items/0', /quantity, price or both/]]],
     ['listingDetails without discountRate', { listingDetails: {} }, [['/listingDetails/discountRate', /required/]]],
-    ['unknown fields', { items: [{ position: 0, quantity: 1, name: 'x' }], status: 'active' }, [['/status', /not an accepted/], ['/items/0/name', /not an accepted/]]],
+    [
+      'unknown fields',
+      { items: [{ position: 0, quantity: 1, name: 'x' }], status: 'active' },
+      [
+        ['/status', /not an accepted/],
+        ['/items/0/name', /not an accepted/],
+      ],
+    ],
     ['a string quantity', { items: [{ position: 0, quantity: '5' }] }, [['/items/0/quantity', /integer/]]],
     ['a negative quantity', { items: [{ position: 0, quantity: -1 }] }, [['/items/0/quantity', />= 0/]]],
     ['a fractional quantity', { items: [{ position: 0, quantity: 1.5 }] }, [['/items/0/quantity', /integer/]]],
@@ -237,7 +247,16 @@ await describeEachDialect('PATCH a listing', (service) => {
     ['a boolean discount', { listingDetails: { discountRate: true } }, [['/listingDetails/discountRate', /number/]]],
     ['a position past 99', { items: [{ position: 100, quantity: 1 }] }, [['/items/0/position', /<= 99/]]],
     ['a huge position', { items: [{ position: 1e300, quantity: 1 }] }, [['/items/0/position', /<= 99/]]],
-    ['a position given twice', { items: [{ position: 1, quantity: 1 }, { position: 1, price: 2 }] }, [['/items/1/position', /more than once/]]],
+    [
+      'a position given twice',
+      {
+        items: [
+          { position: 1, quantity: 1 },
+          { position: 1, price: 2 },
+        ],
+      },
+      [['/items/1/position', /more than once/]],
+    ],
     ['an array', [], [['', /object/]]],
     ['null', null, [['', /object/]]],
   ]
@@ -250,7 +269,10 @@ await describeEachDialect('PATCH a listing', (service) => {
       const found = problem.errors.map((error: any) => [error.pointer, error.detail])
       assert.equal(found.length, problems.length, response.text)
       for (const [pointer, detail] of problems) {
-        assert.ok(found.some(([p, d]: [string, string]) => p === pointer && detail.test(d)), `${pointer} ${detail}: ${response.text}`)
+        assert.ok(
+          found.some(([p, d]: [string, string]) => p === pointer && detail.test(d)),
+          `${pointer} ${detail}: ${response.text}`,
+        )
       }
       assertListing(await getOne(service, provider.token, id), 1, 'active')
     })
@@ -261,7 +283,11 @@ await describeEachDialect('PATCH a listing', (service) => {
     const id = await createListing(service, provider.token, listingBody({}, 2))
     const response = await patch(service, provider.token, id, {
       listingDetails: { discountRate: 0.9 },
-      items: [{ position: 0, quantity: 0 }, { position: 2, quantity: 1 }, { position: 5, price: 3 }],
+      items: [
+        { position: 0, quantity: 0 },
+        { position: 2, quantity: 1 },
+        { position: 5, price: 3 },
+      ],
     })
     const problem = assertProblem(response, 400, 'invalid-request')
     assert.deepEqual(
@@ -325,7 +351,11 @@ await describeEachDialect('If-Match on changes', (service) => {
     for (const garbage of ['1', 'abc', '"1', 'W/', '"1" "2"', ',', '*, "1"', 'w/"1"', '"a"b"']) {
       const response = await patch(service, provider.token, id, { items: [{ position: 0, quantity: 2 }] }, { 'if-match': garbage })
       const problem = assertProblem(response, 400, 'invalid-request')
-      assert.deepEqual(problem.errors.map((error: any) => error.header), ['If-Match'], `${garbage}: ${response.text}`)
+      assert.deepEqual(
+        problem.errors.map((error: any) => error.header),
+        ['If-Match'],
+        `${garbage}: ${response.text}`,
+      )
       assertProblem(await withdraw(service, provider.token, id, { 'if-match': garbage }), 400, 'invalid-request')
     }
     assertListing(await getOne(service, provider.token, id), 1, 'active')
@@ -361,11 +391,7 @@ await describeEachDialect('withdraw', (service) => {
     const first = await createListing(service, provider.token)
     const second = await createListing(service, provider.token)
     assertListing(await service.request('POST', `/api/v1/listing/${first}/withdraw`, { token: provider.token, json: {} }), 2, 'withdrawn')
-    assertProblem(
-      await service.request('POST', `/api/v1/listing/${second}/withdraw`, { token: provider.token, json: { reason: 'x' } }),
-      400,
-      'invalid-request',
-    )
+    assertProblem(await service.request('POST', `/api/v1/listing/${second}/withdraw`, { token: provider.token, json: { reason: 'x' } }), 400, 'invalid-request')
     assertListing(await getOne(service, provider.token, second), 1, 'active')
     assertProblem(await withdraw(service, provider.token, '0'.repeat(26)), 404, 'not-found')
   })
@@ -414,12 +440,13 @@ await describeEachDialect('concurrent changes of one listing', (service) => {
   test('20 parallel PATCHes: all 200, 20 distinct versions, and the final state is the highest version’s', async () => {
     const provider = await service.newProvider()
     const id = await createListing(service, provider.token)
-    const answers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => patch(service, provider.token, id, { items: [{ position: 0, quantity: 100 + i }] })),
-    )
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => patch(service, provider.token, id, { items: [{ position: 0, quantity: 100 + i }] })))
     for (const answer of answers) assert.equal(answer.status, 200, answer.text)
     const versions = answers.map((answer) => answer.body.version).sort((a, b) => a - b)
-    assert.deepEqual(versions, Array.from({ length: 20 }, (_, i) => i + 2))
+    assert.deepEqual(
+      versions,
+      Array.from({ length: 20 }, (_, i) => i + 2),
+    )
     const last = answers.find((answer) => answer.body.version === 21)
     const final = assertListing(await getOne(service, provider.token, id), 21, 'active')
     assert.equal(final.items[0].quantity, last?.body.items[0].quantity)

@@ -262,9 +262,7 @@ await describeEachDialect('create: stored exactly as sent', (service, dialect) =
   test('100 items keep the order sent, with their quantities and categories', async () => {
     const provider = await service.newProvider()
     const categories = ['service', 'product', 'tax'] as const
-    const items = Array.from({ length: 100 }, (_, i) =>
-      item(i, { quantity: 1000 - i, category: categories[i % 3], price: 1 + i / 1000 }),
-    )
+    const items = Array.from({ length: 100 }, (_, i) => item(i, { quantity: 1000 - i, category: categories[i % 3], price: 1 + i / 1000 }))
     assert.equal((await service.create(provider.token, listingBody({ items }))).status, 201)
     const listed = (await service.list(provider.token)).body.content[0].items
     assert.deepEqual(

@@ -52,7 +52,14 @@ for (const dialect of await testDialects()) {
           (select event_count from providers where id = ${providerId}) as event_counter`.execute(database.kysely)
       const row = rows[0] as Record<string, number | string>
       const n = (name: string) => Number(row[name])
-      return { listings: n('listings'), items: n('items'), counter: n('counter'), max_seq: n('max_seq'), events: n('events'), event_counter: n('event_counter') }
+      return {
+        listings: n('listings'),
+        items: n('items'),
+        counter: n('counter'),
+        max_seq: n('max_seq'),
+        events: n('events'),
+        event_counter: n('event_counter'),
+      }
     }
 
     test('200 concurrent creates are all stored: sequence numbers and events dense, counters exact', async () => {
@@ -87,11 +94,15 @@ for (const dialect of await testDialects()) {
     })
 
     test("a create for a provider that does not exist fails alone, with the database's words", async () => {
-      const outcomes = await Promise.allSettled([creates.store(create()), creates.store(create({}, 1)), creates.store(createOf(listingBody(), 'no-such-provider'))])
+      const outcomes = await Promise.allSettled([
+        creates.store(create()),
+        creates.store(create({}, 1)),
+        creates.store(createOf(listingBody(), 'no-such-provider')),
+      ])
       assert.equal(outcomes[0].status, 'fulfilled')
       assert.equal(outcomes[1].status, 'fulfilled')
       assert.equal(outcomes[2].status, 'rejected')
-      assert.match(String((outcomes[2]).reason), /provider no-such-provider does not exist/)
+      assert.match(String(outcomes[2].reason), /provider no-such-provider does not exist/)
     })
 
     if (dialect === 'sqlite') {
@@ -138,7 +149,7 @@ for (const dialect of await testDialects()) {
           connection.pragma(`max_page_count = ${limit}`)
         }
         assert.equal(outcomes[1]?.status, 'rejected')
-        const error = (outcomes[1]).reason as { code?: unknown }
+        const error = outcomes[1].reason as { code?: unknown }
         assert.equal(error.code, 'SQLITE_FULL')
         assert.ok(isDatabaseUnavailable(error))
         await creates.store(createOf(bigBody))

@@ -63,7 +63,10 @@ describe('If-Match', () => {
 
 describe('what a PATCH may change, and the order of its checks', () => {
   test('the body alone: something must change, each item entry too, no position twice; all reported at once', () => {
-    assert.deepEqual(patchBodyProblems({}).map((p) => p.pointer), [''])
+    assert.deepEqual(
+      patchBodyProblems({}).map((p) => p.pointer),
+      [''],
+    )
     assert.deepEqual(
       patchBodyProblems({ items: [{ position: 0 }, { position: 1, quantity: 2 }, { position: 1, price: 3 }] }).map((p) => p.pointer),
       ['/items/0', '/items/2/position'],
@@ -108,7 +111,10 @@ describe('what a PATCH may change, and the order of its checks', () => {
 
   test('prices compare in thousandths: 7.1 and 7.100 are the same price', () => {
     const state = listing()
-    assert.equal(applyPatch({ ...state, items: state.items.map((item) => ({ ...item, price_thousandths: 7100 })) }, { items: [{ position: 0, price: 7.1 }] }), null)
+    assert.equal(
+      applyPatch({ ...state, items: state.items.map((item) => ({ ...item, price_thousandths: 7100 })) }, { items: [{ position: 0, price: 7.1 }] }),
+      null,
+    )
   })
 })
 

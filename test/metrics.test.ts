@@ -37,7 +37,11 @@ function assertHistogram(exposition: Exposition, name: string, labels: Record<st
   const buckets = samplesOf(exposition, `${name}_bucket`, labels)
   assert.ok(buckets.length > 1, `${name} ${JSON.stringify(labels)} has no buckets`)
   const bounds = buckets.map((bucket) => Number(bucket.labels.le === '+Inf' ? Infinity : bucket.labels.le))
-  assert.deepEqual(bounds, [...bounds].sort((a, b) => a - b), 'buckets in increasing order')
+  assert.deepEqual(
+    bounds,
+    [...bounds].sort((a, b) => a - b),
+    'buckets in increasing order',
+  )
   assert.equal(bounds.at(-1), Infinity)
   buckets.slice(1).forEach((bucket, i) => assert.ok(bucket.value >= (buckets[i] as { value: number }).value, 'cumulative'))
   assert.equal(buckets.at(-1)?.value, count, `${name} ${JSON.stringify(labels)} +Inf bucket`)
@@ -54,8 +58,7 @@ await describeEachDialect('GET /metrics', (service) => {
 
   before(async () => {
     provider = await service.newProvider()
-    const expect = async (status: number, sent: Promise<{ status: number; text: string }>) =>
-      assert.equal((await sent).status, status, (await sent).text)
+    const expect = async (status: number, sent: Promise<{ status: number; text: string }>) => assert.equal((await sent).status, status, (await sent).text)
     await expect(201, service.create(provider.token, listingBody()))
     // The same image again: a cached success, not a second fetch.
     await expect(201, service.create(provider.token, listingBody()))
@@ -126,8 +129,7 @@ await describeEachDialect('GET /metrics', (service) => {
   })
 
   test('times database queries by operation: a create adds inserts, a page adds a select', async () => {
-    const count = (exposition: Exposition, operation: QueryOperation) =>
-      valueOf(exposition, `${QUERY_DURATION}_count`, { operation }) as number
+    const count = (exposition: Exposition, operation: QueryOperation) => valueOf(exposition, `${QUERY_DURATION}_count`, { operation }) as number
     const start = (await scrape(service)).exposition
     assert.equal((await service.create(provider.token, listingBody())).status, 201)
     const created = (await scrape(service)).exposition
@@ -143,7 +145,7 @@ await describeEachDialect('GET /metrics', (service) => {
     }
   })
 
-  test('PreparedQuery executions and migrations reach openDatabase\'s query observer', async () => {
+  test("PreparedQuery executions and migrations reach openDatabase's query observer", async () => {
     const seen: QueryOperation[] = []
     const database = openDatabase(service.databaseUrl, { observeQuery: (operation) => seen.push(operation) })
     try {

@@ -71,28 +71,61 @@ for (const dialect of await testDialects()) {
       await initial.up(db)
       await db.insertInto('providers').values({ id: 'prv_1', name: 'Old', industry: 'bakery', created_at_ms: 1, listing_count: 2 }).execute()
       const listing = (id: string, seq: number) => ({
-        id, provider_id: 'prv_1', seq, reference_id: id, request_hash: 'h', type: 'timed', discount_rate: 0.5,
-        is_assigned_to_driver: 0, latitude: 0, longitude: 0, brand_name_ar: 'ع', brand_name_en: 'E',
-        brand_url_safe_name: 'e', brand_image_url: 'https://example.com/b.png', created_at_ms: seq, expires_at_unix: 9,
+        id,
+        provider_id: 'prv_1',
+        seq,
+        reference_id: id,
+        request_hash: 'h',
+        type: 'timed',
+        discount_rate: 0.5,
+        is_assigned_to_driver: 0,
+        latitude: 0,
+        longitude: 0,
+        brand_name_ar: 'ع',
+        brand_name_en: 'E',
+        brand_url_safe_name: 'e',
+        brand_image_url: 'https://example.com/b.png',
+        created_at_ms: seq,
+        expires_at_unix: 9,
       })
-      await db.insertInto('listings').values([listing('L1', 1), listing('L2', 2)]).execute()
+      await db
+        .insertInto('listings')
+        .values([listing('L1', 1), listing('L2', 2)])
+        .execute()
       const row = (listing_id: string, position: number, name: string, price_thousandths: number) => ({
-        listing_id, position, name_ar: `${name} ع`, name_en: name, url_safe_name: name, image_url: null,
-        category: 'product', sub_category: 'drink', price_thousandths, quantity: position + 1,
+        listing_id,
+        position,
+        name_ar: `${name} ع`,
+        name_en: name,
+        url_safe_name: name,
+        image_url: null,
+        category: 'product',
+        sub_category: 'drink',
+        price_thousandths,
+        quantity: position + 1,
       })
       // Inserted out of order: the JSON follows position, not insertion.
-      await db.insertInto('listing_items').values([row('L1', 1, 'second', 7125), row('L1', 0, 'first', 19990), row('L2', 0, 'only', 1000)]).execute()
+      await db
+        .insertInto('listing_items')
+        .values([row('L1', 1, 'second', 7125), row('L1', 0, 'first', 19990), row('L2', 0, 'only', 1000)])
+        .execute()
 
       await listingItemsJson.up(db)
 
       const stored = await db.selectFrom('listings').select(['id', 'items_json']).orderBy('id').execute()
-      assert.deepEqual(stored.map((r) => [r.id, JSON.parse(r.items_json)]), [
-        ['L1', [
-          { nameAr: 'first ع', nameEn: 'first', price: 19.99, quantity: 1, category: 'product' },
-          { nameAr: 'second ع', nameEn: 'second', price: 7.125, quantity: 2, category: 'product' },
-        ]],
-        ['L2', [{ nameAr: 'only ع', nameEn: 'only', price: 1, quantity: 1, category: 'product' }]],
-      ])
+      assert.deepEqual(
+        stored.map((r) => [r.id, JSON.parse(r.items_json)]),
+        [
+          [
+            'L1',
+            [
+              { nameAr: 'first ع', nameEn: 'first', price: 19.99, quantity: 1, category: 'product' },
+              { nameAr: 'second ع', nameEn: 'second', price: 7.125, quantity: 2, category: 'product' },
+            ],
+          ],
+          ['L2', [{ nameAr: 'only ع', nameEn: 'only', price: 1, quantity: 1, category: 'product' }]],
+        ],
+      )
     } finally {
       await database.close()
       await testDatabase.drop()
@@ -104,10 +137,7 @@ describe('two instances starting at once on one fresh SQLite file', () => {
   test('both come up and exactly one prints a demo token', async () => {
     const database = await createTestDatabase('sqlite')
     try {
-      const servers = await Promise.all([
-        startServer({ DATABASE_URL: database.url }),
-        startServer({ DATABASE_URL: database.url }),
-      ])
+      const servers = await Promise.all([startServer({ DATABASE_URL: database.url }), startServer({ DATABASE_URL: database.url })])
       for (const server of servers) {
         const response = await fetch(`${server.baseUrl}/readyz`)
         assert.equal(response.status, 200)
@@ -151,8 +181,15 @@ for (const dialect of await testDialects()) {
         .insertInto('listings')
         .values({
           ...listingColumns(provider.id, input),
-          id: 'L1', seq: 1, created_at_ms: 1, updated_at_ms: 1, expires_at_unix: 9, request_hash: 'h', items_record: items,
-          items_json: '[]', cell: 0,
+          id: 'L1',
+          seq: 1,
+          created_at_ms: 1,
+          updated_at_ms: 1,
+          expires_at_unix: 9,
+          request_hash: 'h',
+          items_record: items,
+          items_json: '[]',
+          cell: 0,
         })
         .execute()
 
@@ -194,11 +231,20 @@ for (const dialect of await testDialects()) {
         const input = { ...body, referenceId: `before-${k}`, location: { latitude, longitude } }
         return {
           ...listingColumns(provider.id, input),
-          id: `L${String(k).padStart(5, '0')}`, seq: k + 1, created_at_ms: 1, updated_at_ms: 1, expires_at_unix: 9,
-          request_hash: 'h', items_record: JSON.stringify(itemColumns(input)),
+          id: `L${String(k).padStart(5, '0')}`,
+          seq: k + 1,
+          created_at_ms: 1,
+          updated_at_ms: 1,
+          expires_at_unix: 9,
+          request_hash: 'h',
+          items_record: JSON.stringify(itemColumns(input)),
         }
       })
-      for (let at = 0; at < count; at += 500) await db.insertInto('listings').values(rows.slice(at, at + 500)).execute()
+      for (let at = 0; at < count; at += 500)
+        await db
+          .insertInto('listings')
+          .values(rows.slice(at, at + 500))
+          .execute()
 
       await last.up(db, dialect)
 

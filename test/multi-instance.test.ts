@@ -41,7 +41,7 @@ async function count(url: string, query: string, values: unknown[] = []): Promis
 /** A provider's whole feed after `after`, through one instance. */
 async function readFeed(server: ServerProcess, token: string, after?: string): Promise<any[]> {
   const events: any[] = []
-  for (let cursor = after; ; ) {
+  for (let cursor = after; ;) {
     const page = await call(server, 'GET', `/api/v1/events?limit=100${cursor ? `&after=${cursor}` : ''}`, token)
     assert.equal(page.status, 200, JSON.stringify(page.body))
     if (page.body.data.length === 0) return events
@@ -120,7 +120,10 @@ describe('two instances on one PostgreSQL database', { skip: !dialects.includes(
     )
     for (const answer of answers) assert.equal(answer.status, 200, JSON.stringify(answer.body))
     const versions = answers.map((answer) => answer.body.version).sort((a, b) => a - b)
-    assert.deepEqual(versions, Array.from({ length: 20 }, (_, i) => i + 2))
+    assert.deepEqual(
+      versions,
+      Array.from({ length: 20 }, (_, i) => i + 2),
+    )
     const highest = answers.find((answer) => answer.body.version === 21)
     for (const server of servers) {
       const read = await call(server, 'GET', path, token)
@@ -132,7 +135,9 @@ describe('two instances on one PostgreSQL database', { skip: !dialects.includes(
   test('PATCHes racing a withdrawal across both never revive it', async () => {
     const created = await call(servers[0] as ServerProcess, 'POST', '/api/v1/listing/create', token, listingBody())
     const path = `/api/v1/listing/${created.body.listingId}`
-    const patches = Array.from({ length: 10 }, (_, i) => call(servers[i % 2] as ServerProcess, 'PATCH', path, token, { items: [{ position: 0, quantity: 50 + i }] }))
+    const patches = Array.from({ length: 10 }, (_, i) =>
+      call(servers[i % 2] as ServerProcess, 'PATCH', path, token, { items: [{ position: 0, quantity: 50 + i }] }),
+    )
     const withdrawal = call(servers[1] as ServerProcess, 'POST', `${path}/withdraw`, token)
     const answers = await Promise.all(patches)
     const withdrawn = await withdrawal
@@ -164,7 +169,7 @@ describe('two instances on one PostgreSQL database', { skip: !dialects.includes(
     const followed: string[] = []
     let after = before.at(-1)?.id
     const done = Promise.all(writes)
-    for (let settled = false; !settled; ) {
+    for (let settled = false; !settled;) {
       settled = await Promise.race([done.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5))])
       const page = await call(servers[1] as ServerProcess, 'GET', `/api/v1/events?limit=9${after ? `&after=${after}` : ''}`, token)
       followed.push(...page.body.data.map((event: any) => event.id))
@@ -175,7 +180,10 @@ describe('two instances on one PostgreSQL database', { skip: !dialects.includes(
     followed.push(...rest.map((event) => event.id))
     const all = (await readFeed(servers[0] as ServerProcess, token)).slice(before.length)
     assert.equal(all.length, 8 * 4 + 8)
-    assert.deepEqual(followed, all.map((event) => event.id))
+    assert.deepEqual(
+      followed,
+      all.map((event) => event.id),
+    )
   })
 
   test('a token revoked through the CLI is refused by both instances within 5 s', async () => {
@@ -235,7 +243,10 @@ describe('two instances recording expiries on one PostgreSQL database', { skip: 
     assert.equal(new Set(events.map((event) => event.data.id)).size, 30)
     for (const event of events) {
       assert.equal(event.data.version, 2)
-      assert.ok(Date.parse(event.createdAt) <= ((event.data.expiresAtUnix as number) + 10) * 1000, `${event.createdAt} is over 10 s after ${event.data.expiresAtUnix}`)
+      assert.ok(
+        Date.parse(event.createdAt) <= ((event.data.expiresAtUnix as number) + 10) * 1000,
+        `${event.createdAt} is over 10 s after ${event.data.expiresAtUnix}`,
+      )
     }
   })
 })

@@ -203,7 +203,7 @@ if (dialects.includes('postgres')) {
   })
 
   describe('PostgreSQL time bounds spare migrations [postgres]', () => {
-    test('a migration waiting longer than the request bounds for another instance\'s migration lock still succeeds', async () => {
+    test("a migration waiting longer than the request bounds for another instance's migration lock still succeeds", async () => {
       const testDatabase = await createTestDatabase('postgres')
       const database = openDatabase(testDatabase.url)
       const holder = new pg.Client({ connectionString: testDatabase.url })
@@ -285,14 +285,17 @@ if (dialects.includes('postgres')) {
         const started = await startServer({ DATABASE_URL: url.toString() })
         return { ...started, token: (JSON.parse(issued.stdout) as { token: string }).token }
       })()
-      const terminateAll = () =>
-        admin.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1', [role])
+      const terminateAll = () => admin.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1', [role])
       // Distinct pages, so that no two requests share a query (identical reads in flight do).
       const list = async (page: number) =>
         readResponse(await fetch(`${server.baseUrl}/api/v1/listing?page=${page}`, { headers: { authorization: `Bearer ${server.token}` } }))
       const parallel = () => Promise.all(Array.from({ length: 10 }, (_, i) => answeredInTime(() => list(i + 1))))
       try {
-        assert.deepEqual((await parallel()).map((r) => r.status), Array(10).fill(200), 'the pool holds several connections')
+        assert.deepEqual(
+          (await parallel()).map((r) => r.status),
+          Array(10).fill(200),
+          'the pool holds several connections',
+        )
 
         // Every pooled connection ends with 57P01 (admin_shutdown): idle ones are dropped from the pool.
         await terminateAll()
@@ -312,10 +315,7 @@ if (dialects.includes('postgres')) {
           const pending = answeredInTime(() => postListing(server.baseUrl, server.token, listingBody()))
           let waiting: number | undefined
           for (let tries = 0; waiting === undefined && tries < 200; tries += 1) {
-            const { rows } = await admin.query(
-              "select pid from pg_stat_activity where usename = $1 and wait_event_type = 'Lock'",
-              [role],
-            )
+            const { rows } = await admin.query("select pid from pg_stat_activity where usename = $1 and wait_event_type = 'Lock'", [role])
             waiting = rows[0]?.pid
             if (waiting === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
           }
@@ -333,11 +333,18 @@ if (dialects.includes('postgres')) {
         await terminateAll()
         const limited = await parallel()
         for (const response of limited) if (response.status !== 200) assertUnavailable(response)
-        assert.ok(limited.some((r) => r.status === 503), `no request met the limit: ${limited.map((r) => r.status).join(', ')}`)
+        assert.ok(
+          limited.some((r) => r.status === 503),
+          `no request met the limit: ${limited.map((r) => r.status).join(', ')}`,
+        )
         assert.ok(server.logLines().some((line) => line.msg === 'database unavailable' && /too many connections/.test(JSON.stringify(line))))
 
         await admin.query(`alter role ${role} connection limit -1`)
-        assert.deepEqual((await parallel()).map((r) => r.status), Array(10).fill(200), 'recovered without a restart')
+        assert.deepEqual(
+          (await parallel()).map((r) => r.status),
+          Array(10).fill(200),
+          'recovered without a restart',
+        )
         assert.equal(server.child.exitCode, null, 'the same process answers')
       } finally {
         await server.stop()
@@ -404,71 +411,75 @@ if (dialects.includes('sqlite')) {
     // of the running server is lowered with prlimit(1), then lifted again (only the soft one: raising a hard
     // limit needs CAP_SYS_RESOURCE, which this container lacks). Skipped where prlimit is missing.
     const prlimit = spawnSync('prlimit', ['--version']).status === 0
-    test('writes past the limit answer 503 and store nothing; the limit lifted, the same process creates again', { skip: !prlimit && 'prlimit(1) is not installed' }, async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'listing-outage-'))
-      const file = join(dir, 'listings.db')
-      const server = await startServer({ DATABASE_URL: `sqlite:${file}` })
-      try {
-        const [token] = server.printedTokens()
-        assert.ok(token, server.stdout())
-        const send = async (path: string, body?: unknown) => {
-          return readResponse(
-            await fetch(`${server.baseUrl}${path}`, {
-              method: body === undefined ? 'GET' : 'POST',
-              headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-              body: body === undefined ? undefined : JSON.stringify(body),
-            }),
-          )
-        }
-        const long = 'x'.repeat(200)
-        const big = () => {
-          const body = listingBody({}, 100)
-          body.items = body.items.map((_: unknown, i: number) => item(i, { displayName: { ar: long, en: long } }))
-          return body
-        }
-        assert.equal((await send('/api/v1/listing/create', big())).status, 201)
-
-        // Room for a little more than the files hold now: a few large creates fit, then a write fails.
-        const limit = Math.max(statSync(file).size, statSync(`${file}-wal`).size) + 256 * 1024
-        const limited = spawnSync('prlimit', ['--pid', String(server.child.pid), `--fsize=${limit}:unlimited`])
-        assert.equal(limited.status, 0, String(limited.stderr))
-        let stored = 1
-        let failed: Response | undefined
-        for (let attempt = 0; attempt < 40 && !failed; attempt += 1) {
-          const answer = await send('/api/v1/listing/create', big())
-          if (answer.status === 201) stored += 1
-          else failed = answer
-        }
-        assert.ok(failed, 'no create failed under the file-size limit')
-        assertUnavailable(failed)
-        const logged = await server.waitForLog((line) => line.msg === 'database unavailable')
-        // The kernel's EFBIG, as SQLite reports a failed write.
-        assert.match(String(logged.err?.code), /^SQLITE_(FULL|IOERR)/, JSON.stringify(logged))
-        const listed = await send('/api/v1/listing')
-        assert.equal(listed.status, 200, listed.text)
-        assert.equal(listed.body.recordCount, stored)
-
-        const lifted = spawnSync('prlimit', ['--pid', String(server.child.pid), '--fsize=unlimited:unlimited'])
-        assert.equal(lifted.status, 0, String(lifted.stderr))
-        const again = await send('/api/v1/listing/create', big())
-        assert.equal(again.status, 201, again.text)
-        assert.equal(server.child.exitCode, null, 'the same process answers')
-        const stopped = await server.stop()
-        assert.equal(stopped.code, 0, server.stderr())
-
-        const check = new SQLite(file, { readonly: true })
+    test(
+      'writes past the limit answer 503 and store nothing; the limit lifted, the same process creates again',
+      { skip: !prlimit && 'prlimit(1) is not installed' },
+      async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'listing-outage-'))
+        const file = join(dir, 'listings.db')
+        const server = await startServer({ DATABASE_URL: `sqlite:${file}` })
         try {
-          assert.deepEqual(check.pragma('integrity_check'), [{ integrity_check: 'ok' }])
-          assert.equal((check.prepare('select count(*) as n from listings').get() as { n: number }).n, stored + 1)
-          assert.equal((check.prepare('select sum(json_array_length(items_record)) as n from listings').get() as { n: number }).n, (stored + 1) * 100)
+          const [token] = server.printedTokens()
+          assert.ok(token, server.stdout())
+          const send = async (path: string, body?: unknown) => {
+            return readResponse(
+              await fetch(`${server.baseUrl}${path}`, {
+                method: body === undefined ? 'GET' : 'POST',
+                headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+                body: body === undefined ? undefined : JSON.stringify(body),
+              }),
+            )
+          }
+          const long = 'x'.repeat(200)
+          const big = () => {
+            const body = listingBody({}, 100)
+            body.items = body.items.map((_: unknown, i: number) => item(i, { displayName: { ar: long, en: long } }))
+            return body
+          }
+          assert.equal((await send('/api/v1/listing/create', big())).status, 201)
+
+          // Room for a little more than the files hold now: a few large creates fit, then a write fails.
+          const limit = Math.max(statSync(file).size, statSync(`${file}-wal`).size) + 256 * 1024
+          const limited = spawnSync('prlimit', ['--pid', String(server.child.pid), `--fsize=${limit}:unlimited`])
+          assert.equal(limited.status, 0, String(limited.stderr))
+          let stored = 1
+          let failed: Response | undefined
+          for (let attempt = 0; attempt < 40 && !failed; attempt += 1) {
+            const answer = await send('/api/v1/listing/create', big())
+            if (answer.status === 201) stored += 1
+            else failed = answer
+          }
+          assert.ok(failed, 'no create failed under the file-size limit')
+          assertUnavailable(failed)
+          const logged = await server.waitForLog((line) => line.msg === 'database unavailable')
+          // The kernel's EFBIG, as SQLite reports a failed write.
+          assert.match(String(logged.err?.code), /^SQLITE_(FULL|IOERR)/, JSON.stringify(logged))
+          const listed = await send('/api/v1/listing')
+          assert.equal(listed.status, 200, listed.text)
+          assert.equal(listed.body.recordCount, stored)
+
+          const lifted = spawnSync('prlimit', ['--pid', String(server.child.pid), '--fsize=unlimited:unlimited'])
+          assert.equal(lifted.status, 0, String(lifted.stderr))
+          const again = await send('/api/v1/listing/create', big())
+          assert.equal(again.status, 201, again.text)
+          assert.equal(server.child.exitCode, null, 'the same process answers')
+          const stopped = await server.stop()
+          assert.equal(stopped.code, 0, server.stderr())
+
+          const check = new SQLite(file, { readonly: true })
+          try {
+            assert.deepEqual(check.pragma('integrity_check'), [{ integrity_check: 'ok' }])
+            assert.equal((check.prepare('select count(*) as n from listings').get() as { n: number }).n, stored + 1)
+            assert.equal((check.prepare('select sum(json_array_length(items_record)) as n from listings').get() as { n: number }).n, (stored + 1) * 100)
+          } finally {
+            check.close()
+          }
         } finally {
-          check.close()
+          await server.stop()
+          rmSync(dir, { recursive: true, force: true })
         }
-      } finally {
-        await server.stop()
-        rmSync(dir, { recursive: true, force: true })
-      }
-    })
+      },
+    )
   })
 
   describe('SQLite corruption is not an outage [sqlite]', () => {

@@ -118,7 +118,7 @@ describe('two instances through PgBouncer in transaction mode', { skip }, () => 
     )
     // The feed saw every create and every change, in order, whichever instance and server connection ran it.
     const events: any[] = []
-    for (let cursor: string | undefined; ; ) {
+    for (let cursor: string | undefined; ;) {
       const page = await call(servers[0] as ServerProcess, 'GET', `/api/v1/events?limit=100${cursor ? `&after=${cursor}` : ''}`, token)
       assert.equal(page.status, 200)
       if (page.body.data.length === 0) break

@@ -9,7 +9,10 @@ test('a PreparedQuery binds new parameters on every execution, and refuses a val
   try {
     await migrate(database)
     for (const id of ['a', 'b']) {
-      await database.kysely.insertInto('providers').values({ id, name: `name ${id}`, industry: 'bakery', created_at_ms: 0 }).execute()
+      await database.kysely
+        .insertInto('providers')
+        .values({ id, name: `name ${id}`, industry: 'bakery', created_at_ms: 0 })
+        .execute()
     }
     const byId = new PreparedQuery<{ id: string }, { name: string }>(database.kysely, (db, param) =>
       db.selectFrom('providers').select('name').where('id', '=', param('id')),
@@ -19,9 +22,7 @@ test('a PreparedQuery binds new parameters on every execution, and refuses a val
     assert.deepEqual(await byId.execute({ id: 'c' }), [])
 
     // A literal would be frozen into every execution: refused when first compiled.
-    const frozen = new PreparedQuery<{ id: string }, { name: string }>(database.kysely, (db) =>
-      db.selectFrom('providers').select('name').where('id', '=', 'a'),
-    )
+    const frozen = new PreparedQuery<{ id: string }, { name: string }>(database.kysely, (db) => db.selectFrom('providers').select('name').where('id', '=', 'a'))
     await assert.rejects(frozen.execute({ id: 'b' }), /is not a param\(\)/)
   } finally {
     await database.close()

@@ -83,16 +83,12 @@ export function parseExposition(text: string): Exposition {
 
 /** Samples named `name` whose labels include every one of `labels`. */
 export function samplesOf(exposition: Exposition, name: string, labels: Record<string, string> = {}): Sample[] {
-  return exposition.samples.filter(
-    (sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value),
-  )
+  return exposition.samples.filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
 }
 
 /** The value of the one sample named `name` with exactly `labels`; undefined when there is none. */
 export function valueOf(exposition: Exposition, name: string, labels: Record<string, string> = {}): number | undefined {
-  const matches = samplesOf(exposition, name, labels).filter(
-    (sample) => Object.keys(sample.labels).length === Object.keys(labels).length,
-  )
+  const matches = samplesOf(exposition, name, labels).filter((sample) => Object.keys(sample.labels).length === Object.keys(labels).length)
   assert.ok(matches.length <= 1, `${matches.length} samples of ${name} ${JSON.stringify(labels)}`)
   return matches[0]?.value
 }

@@ -10,16 +10,7 @@ import { buildApp } from '../src/app.js'
 import { openDatabase, type Database } from '../src/db/connection.js'
 import { MemoryStore } from '../src/rate-limit/memory-store.js'
 import { listingBody } from './fixtures.js'
-import {
-  createTestDatabase,
-  describeEachDialect,
-  readResponse,
-  startService,
-  TEST_REDIS_URL,
-  testRedis,
-  type Response,
-  type TestService,
-} from './helper.js'
+import { createTestDatabase, describeEachDialect, readResponse, startService, TEST_REDIS_URL, testRedis, type Response, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
 import { startServer } from './process.js'
 import { parseExposition, valueOf } from './prometheus-text.js'
@@ -443,9 +434,7 @@ if (await testRedis()) {
       let sent = 0
       while (sent <= LIMIT + 1 || Date.now() - started < outageMs) {
         const create = sent % 2 === 0
-        const response = await promptly(() =>
-          create ? service.create(token, listingBody({ referenceId: `outage-${sent}` })) : service.list(token),
-        )
+        const response = await promptly(() => (create ? service.create(token, listingBody({ referenceId: `outage-${sent}` })) : service.list(token)))
         assert.equal(response.status, create ? 201 : 200, response.text)
         assertNoHeaders(response)
         sent += 1
@@ -478,7 +467,10 @@ if (await testRedis()) {
       // Long enough for several reconnect attempts to fail: the client must keep trying in the background.
       const errors = await assertServedUnlimited(2500)
       // Known to be down, Redis is not waited for: each request fails its count at once, not on a timeout.
-      assert.deepEqual(errors.filter((error) => /timed out/i.test(error.message)), [])
+      assert.deepEqual(
+        errors.filter((error) => /timed out/i.test(error.message)),
+        [],
+      )
       proxy.forward()
       await assertLimitedAgain()
     })
@@ -486,7 +478,10 @@ if (await testRedis()) {
     test('Redis not answering on an open connection: the command times out, requests are served; it resumes', async () => {
       proxy.stall()
       const errors = await assertServedUnlimited(0)
-      assert.ok(errors.some((error) => /timed out/i.test(error.message)), errors.map(String).join('\n'))
+      assert.ok(
+        errors.some((error) => /timed out/i.test(error.message)),
+        errors.map(String).join('\n'),
+      )
       proxy.forward()
       await assertLimitedAgain()
     })

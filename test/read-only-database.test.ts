@@ -108,7 +108,10 @@ describe('serve --no-migrate', { skip: !dialects.includes('postgres') && 'Postgr
         assert.equal(answer.headers.get('retry-after'), '5')
       }
       const warned = server.logLines().filter((line) => line.msg === 'database unavailable')
-      assert.ok(warned.some((line) => line.err?.code === '25006'), 'the log names the cause')
+      assert.ok(
+        warned.some((line) => line.err?.code === '25006'),
+        'the log names the cause',
+      )
       const ready = await call(server, 'GET', '/readyz')
       assert.deepEqual([ready.status, ready.body], [200, { status: 'ready', database: 'primary' }])
     })

@@ -64,7 +64,10 @@ describe('serve on a fresh SQLite database', () => {
     assert.equal(tokens.length, 1, `one demo token on stdout:\n${server.stdout()}`)
     token = tokens[0] as string
     assert.match(token, TOKEN_SHAPE)
-    assert.ok(server.logLines().every((line) => !JSON.stringify(line).includes(token)), 'the banner is not a log line')
+    assert.ok(
+      server.logLines().every((line) => !JSON.stringify(line).includes(token)),
+      'the banner is not a log line',
+    )
     const response = await get(server, '/api/v1/listing', { authorization: `Bearer ${token}` })
     assert.equal(response.status, 200)
     assert.deepEqual(response.body, { recordCount: 0, content: [] })
@@ -279,12 +282,7 @@ describe('bad configuration stops start-up before listening', { concurrency: 4 }
 })
 
 /** POSTs `body` in two halves, calling `between` after the first. Resolves with the status and body. */
-function createInTwoHalves(
-  server: ServerProcess,
-  token: string,
-  body: string,
-  between: () => Promise<void>,
-): Promise<{ status: number; body: any }> {
+function createInTwoHalves(server: ServerProcess, token: string, body: string, between: () => Promise<void>): Promise<{ status: number; body: any }> {
   const bytes = Buffer.from(body)
   const half = Math.floor(bytes.length / 2)
   return new Promise((resolve, reject) => {
@@ -344,10 +342,7 @@ describe('SIGTERM drains', () => {
       assert.equal(await tryConnect(server.port), 'ECONNREFUSED', 'no new connection after SIGTERM')
 
       let timer: NodeJS.Timeout | undefined
-      const exit = await Promise.race([
-        server.closed,
-        new Promise((resolve) => (timer = setTimeout(() => resolve('still running after 10 s'), 10_000))),
-      ])
+      const exit = await Promise.race([server.closed, new Promise((resolve) => (timer = setTimeout(() => resolve('still running after 10 s'), 10_000)))])
       clearTimeout(timer)
       assert.deepEqual(exit, { code: 0, signal: null })
       assert.ok(Date.now() - signalledAt < 10_000)

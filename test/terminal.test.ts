@@ -47,10 +47,30 @@ test('on a terminal: readable lines, the docs URL and where the data lives; requ
 
 test('a log line for people: time, level, message, the rest as key=value; the error’s message; not JSON is left alone', () => {
   const line = readable(
-    JSON.stringify({ level: 40, time: Date.UTC(2026, 10, 23, 9, 5, 7), pid: 1, hostname: 'h', msg: 'database unavailable', requestId: 'r', err: { message: 'connect ECONNREFUSED' }, job: 'expiries' }),
+    JSON.stringify({
+      level: 40,
+      time: Date.UTC(2026, 10, 23, 9, 5, 7),
+      pid: 1,
+      hostname: 'h',
+      msg: 'database unavailable',
+      requestId: 'r',
+      err: { message: 'connect ECONNREFUSED' },
+      job: 'expiries',
+    }),
   )
   assert.match(line, /^\d\d:\d\d:\d\d WARN {2}database unavailable {2}job=expiries error="connect ECONNREFUSED"\n$/)
-  const request = readable(JSON.stringify({ level: 30, time: 0, msg: 'request', method: 'PATCH', route: '/api/v1/listing/:listingId', status: 412, durationMs: 3.25, providerId: 'prv_1' }))
+  const request = readable(
+    JSON.stringify({
+      level: 30,
+      time: 0,
+      msg: 'request',
+      method: 'PATCH',
+      route: '/api/v1/listing/:listingId',
+      status: 412,
+      durationMs: 3.25,
+      providerId: 'prv_1',
+    }),
+  )
   assert.match(request, /INFO {2}PATCH \/api\/v1\/listing\/:listingId → 412 in 3.25 ms {2}providerId=prv_1\n$/)
   assert.equal(readable('not json\n'), 'not json\n')
 })

@@ -20,13 +20,19 @@ const tick = () => new Promise((resolve) => setImmediate(resolve))
 test('alone, an item starts at once; items submitted while a batch runs go together in the next, never in the running one', async () => {
   const { batches, runner } = manualBatches()
   const first = runner.submit('k', 'a')
-  assert.deepEqual(batches.map((batch) => batch.items), [['a']])
+  assert.deepEqual(
+    batches.map((batch) => batch.items),
+    [['a']],
+  )
   const during = [runner.submit('k', 'b'), runner.submit('k', 'c'), runner.submit('k', 'd')]
   assert.equal(batches.length, 1, 'nothing more starts while a batch runs')
   batches[0]?.end()
   assert.equal(await first, 'a@1')
   await tick()
-  assert.deepEqual(batches.map((batch) => batch.items), [['a'], ['b', 'c', 'd']])
+  assert.deepEqual(
+    batches.map((batch) => batch.items),
+    [['a'], ['b', 'c', 'd']],
+  )
   const late = runner.submit('k', 'e') // while the second runs: waits for a third
   batches[1]?.end()
   assert.deepEqual(await Promise.all(during), ['b@2', 'c@2', 'd@2'])
@@ -61,8 +67,14 @@ test('different keys never share a batch, and each batch is run with its key', a
   const { batches, runner } = manualBatches()
   const a = runner.submit('a', 'x')
   const b = runner.submit('b', 'y')
-  assert.deepEqual(batches.map((batch) => batch.items), [['x'], ['y']])
-  assert.deepEqual(batches.map((batch) => batch.key), ['a', 'b'])
+  assert.deepEqual(
+    batches.map((batch) => batch.items),
+    [['x'], ['y']],
+  )
+  assert.deepEqual(
+    batches.map((batch) => batch.key),
+    ['a', 'b'],
+  )
   batches[0]?.end()
   batches[1]?.end()
   assert.deepEqual(await Promise.all([a, b]), ['x@1', 'y@2'])
@@ -75,7 +87,10 @@ test('beyond maxBatch, the rest waits for the batch after, in order', async () =
     batches[i]?.end()
     await tick()
   }
-  assert.deepEqual(batches.map((batch) => batch.items), [['a'], ['b', 'c'], ['d', 'e'], ['f']])
+  assert.deepEqual(
+    batches.map((batch) => batch.items),
+    [['a'], ['b', 'c'], ['d', 'e'], ['f']],
+  )
   assert.deepEqual(await Promise.all(all), ['a@1', 'b@2', 'c@2', 'd@3', 'e@3', 'f@4'])
 })
 
@@ -100,10 +115,16 @@ test('with maxRunning 2, a second batch starts while the first runs; later items
     { maxRunning: 2 },
   )
   const all = ['a', 'b', 'c', 'd'].map((item) => runner.submit('k', item))
-  assert.deepEqual(batches.map((batch) => batch.items), [['a'], ['b']])
+  assert.deepEqual(
+    batches.map((batch) => batch.items),
+    [['a'], ['b']],
+  )
   batches[1]?.end()
   await tick()
-  assert.deepEqual(batches.map((batch) => batch.items), [['a'], ['b'], ['c', 'd']])
+  assert.deepEqual(
+    batches.map((batch) => batch.items),
+    [['a'], ['b'], ['c', 'd']],
+  )
   batches[0]?.end()
   batches[2]?.end()
   assert.deepEqual(await Promise.all(all), ['a', 'b', 'c', 'd'])

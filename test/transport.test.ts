@@ -82,7 +82,13 @@ await describeEachDialect('compression', (service) => {
     const { token } = await bigPage()
     const id = (await service.create(token, listingBody({}, 20))).body.listingId
     const manyErrors = encodeURIComponent(JSON.stringify({}))
-    const paths = [`/api/v1/listing/${id}`, '/api/v1/events', '/openapi.json', '/docs/static/swagger-ui-bundle.js', `/api/v1/listing?limit=0&page=0&x=${manyErrors}`]
+    const paths = [
+      `/api/v1/listing/${id}`,
+      '/api/v1/events',
+      '/openapi.json',
+      '/docs/static/swagger-ui-bundle.js',
+      `/api/v1/listing?limit=0&page=0&x=${manyErrors}`,
+    ]
     for (const path of paths) {
       const plain = await rawGet(service, path, auth(token))
       const compressed = await rawGet(service, path, { ...auth(token), 'accept-encoding': 'br' })
@@ -105,8 +111,7 @@ await describeEachDialect('compression', (service) => {
 
 await describeEachDialect('conditional GET', (service) => {
   const list = (token: string, headers: Record<string, string> = {}) => service.request('GET', '/api/v1/listing', { token, headers })
-  const one = (token: string, id: string, headers: Record<string, string> = {}) =>
-    service.request('GET', `/api/v1/listing/${id}`, { token, headers })
+  const one = (token: string, id: string, headers: Record<string, string> = {}) => service.request('GET', `/api/v1/listing/${id}`, { token, headers })
 
   test('a page: ETag; If-None-Match of it → 304 without a body until the page changes', async () => {
     const provider = await service.newProvider()
@@ -167,7 +172,10 @@ await describeEachDialect('conditional GET', (service) => {
     for (const garbage of ['1', 'W/', '"1', '"1" "2"']) {
       for (const response of [await list(provider.token, { 'if-none-match': garbage }), await one(provider.token, id, { 'if-none-match': garbage })]) {
         const problem = assertProblem(response, 400, 'invalid-request')
-        assert.deepEqual(problem.errors.map((error: any) => error.header), ['If-None-Match'])
+        assert.deepEqual(
+          problem.errors.map((error: any) => error.header),
+          ['If-None-Match'],
+        )
       }
     }
     assertProblem(await one(provider.token, '0'.repeat(26), { 'if-none-match': '*' }), 404, 'not-found')

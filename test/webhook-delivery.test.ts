@@ -80,7 +80,7 @@ const endpointOf = async (service: TestService, token: string, id: string) => (a
 /** Waits until the endpoint's log satisfies `predicate`; returns it. */
 async function logWhen(service: TestService, token: string, id: string, predicate: (entries: any[]) => boolean): Promise<any[]> {
   let entries: any[] = []
-  for (const deadline = Date.now() + 5000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 5000; Date.now() < deadline;) {
     entries = await log(service, token, id)
     if (predicate(entries)) return entries
     await new Promise((resolve) => setTimeout(resolve, 20))
@@ -106,296 +106,306 @@ async function stillAt(receiver: Receiver, count: number): Promise<void> {
   assert.equal(receiver.deliveries.length, count)
 }
 
-await describeEachDialect('webhook delivery', (service) => {
-  test('while the API is busy, deliveries give way (12 a poll, one claim per poll); at full speed once it eases', async () => {
-    const { token } = await service.newProvider()
-    const hooks = await receiver()
-    await endpoint(service, token, hooks.url)
-    for (let i = 0; i < 30; i++) await createListing(service, token)
-    let busy = true
-    startWorker(service, anyAddress, SCHEDULE_MS, { busy: () => busy, pollMs: 400 })
-    await hooks.waitFor((deliveries) => deliveries.length === 12)
-    // Each attempt's end would claim again at full speed; busy, only the next poll does, 400 ms on. What is
-    // tested is that timing, so here real time passes: well within the poll, and nothing more arrives.
-    await new Promise((resolve) => setTimeout(resolve, 250))
-    assert.equal(hooks.deliveries.length, 12)
-    await hooks.waitFor((deliveries) => deliveries.length === 24)
-    busy = false
-    await hooks.waitFor((deliveries) => deliveries.length === 30)
-  })
+await describeEachDialect(
+  'webhook delivery',
+  (service) => {
+    test('while the API is busy, deliveries give way (12 a poll, one claim per poll); at full speed once it eases', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver()
+      await endpoint(service, token, hooks.url)
+      for (let i = 0; i < 30; i++) await createListing(service, token)
+      let busy = true
+      startWorker(service, anyAddress, SCHEDULE_MS, { busy: () => busy, pollMs: 400 })
+      await hooks.waitFor((deliveries) => deliveries.length === 12)
+      // Each attempt's end would claim again at full speed; busy, only the next poll does, 400 ms on. What is
+      // tested is that timing, so here real time passes: well within the poll, and nothing more arrives.
+      await new Promise((resolve) => setTimeout(resolve, 250))
+      assert.equal(hooks.deliveries.length, 12)
+      await hooks.waitFor((deliveries) => deliveries.length === 24)
+      busy = false
+      await hooks.waitFor((deliveries) => deliveries.length === 30)
+    })
 
-  test('every event goes, signed, to each enabled endpoint subscribed to its type; the body is the feed’s event', async () => {
-    const { token } = await service.newProvider()
-    const all = await receiver()
-    const withdrawals = await receiver()
-    const allEndpoint = await endpoint(service, token, all.url)
-    const withdrawalEndpoint = await endpoint(service, token, withdrawals.url, ['listing.withdrawn'])
-    startWorker(service)
-    const id = await createListing(service, token)
-    assert.equal((await service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 0 }] } })).status, 200)
-    assert.equal((await service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })).status, 200)
-    await all.waitFor((deliveries) => deliveries.length === 3)
-    await withdrawals.waitFor((deliveries) => deliveries.length === 1)
+    test('every event goes, signed, to each enabled endpoint subscribed to its type; the body is the feed’s event', async () => {
+      const { token } = await service.newProvider()
+      const all = await receiver()
+      const withdrawals = await receiver()
+      const allEndpoint = await endpoint(service, token, all.url)
+      const withdrawalEndpoint = await endpoint(service, token, withdrawals.url, ['listing.withdrawn'])
+      startWorker(service)
+      const id = await createListing(service, token)
+      assert.equal((await service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 0 }] } })).status, 200)
+      assert.equal((await service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })).status, 200)
+      await all.waitFor((deliveries) => deliveries.length === 3)
+      await withdrawals.waitFor((deliveries) => deliveries.length === 1)
 
-    const events = await feed(service, token)
-    assert.deepEqual(
-      events.map((event: { type: string }) => event.type),
-      ['listing.created', 'listing.updated', 'listing.withdrawn'],
-    )
-    const byId = new Map(all.deliveries.map((delivery) => [delivery.id, delivery]))
-    for (const event of events) {
-      const delivery = byId.get(event.id)
-      assert.ok(delivery, `${event.type} was not delivered`)
-      assert.deepEqual(delivery.event, event)
-      assert.equal(delivery.headers['content-type'], 'application/json')
-      assert.ok(verifies(allEndpoint.secret, delivery), 'the signature does not verify with standardwebhooks')
-      assert.ok(!verifies(withdrawalEndpoint.secret, delivery))
-      assert.match(delivery.signature, /^v1,[A-Za-z0-9+/]+=*$/)
-      assert.equal(Number(delivery.timestamp), Math.floor(service.clock() / 1000))
-    }
-    assert.equal(withdrawals.deliveries[0]?.event.type, 'listing.withdrawn')
-    assert.ok(verifies(withdrawalEndpoint.secret, withdrawals.deliveries[0]))
-    // The log: one succeeded attempt each, nothing pending (a delivery is recorded just after it arrived).
-    const entries = await logWhen(service, token, allEndpoint.id, (entries) => entries.every((entry) => entry.outcome === 'succeeded'))
-    assert.deepEqual(entries.map((entry: any) => [entry.outcome, entry.attempt, entry.responseStatus, entry.error]).sort(), [
-      ['succeeded', 1, 200, null],
-      ['succeeded', 1, 200, null],
-      ['succeeded', 1, 200, null],
-    ])
-    await stillAt(all, 3)
-  })
-
-  test('events committed before an endpoint existed, and other providers’ events, are not sent to it', async () => {
-    const { token } = await service.newProvider()
-    const other = await service.newProvider()
-    await createListing(service, token)
-    const hooks = await receiver()
-    await endpoint(service, token, hooks.url)
-    startWorker(service)
-    await createListing(service, other.token)
-    const id = await createListing(service, token)
-    await hooks.waitFor((deliveries) => deliveries.length === 1)
-    await stillAt(hooks, 1)
-    assert.equal(hooks.deliveries[0]?.event.data.id, id)
-  })
-
-  test('a failed attempt is retried after each delay of the schedule, then the delivery has failed for good', async () => {
-    const { token } = await service.newProvider()
-    const hooks = await receiver(() => 500)
-    const { id: endpointId } = await endpoint(service, token, hooks.url)
-    startWorker(service)
-    const started = service.clock()
-    await createListing(service, token)
-    await hooks.waitFor((deliveries) => deliveries.length === 1)
-    await stillAt(hooks, 1)
-    let entries = await logWhen(service, token, endpointId, (entries) => entries.length === 2)
-    assert.deepEqual(
-      entries.map((entry: any) => [entry.outcome, entry.attempt, entry.at]),
-      [
-        ['pending', 2, new Date(started + SCHEDULE_MS[0]!).toISOString()],
-        ['failed', 1, new Date(started).toISOString()],
-      ],
-    )
-    assert.equal(entries[1].responseStatus, 500)
-    assert.equal(entries[1].error, 'answered 500')
-
-    service.clock.now += SCHEDULE_MS[0]! - 1
-    await stillAt(hooks, 1)
-    service.clock.now += 1
-    await hooks.waitFor((deliveries) => deliveries.length === 2)
-    // Recorded (and its retry scheduled) before the clock moves on.
-    await logWhen(service, token, endpointId, (entries) => entries[0]?.outcome === 'pending' && entries[0]?.attempt === 3)
-    service.clock.now += SCHEDULE_MS[1]!
-    await hooks.waitFor((deliveries) => deliveries.length === 3)
-    service.clock.now += 3_600_000
-    await stillAt(hooks, 3)
-    // One event, three attempts of it, each signed again.
-    assert.equal(new Set(hooks.deliveries.map((delivery) => delivery.id)).size, 1)
-    entries = await log(service, token, endpointId)
-    assert.deepEqual(
-      entries.map((entry: any) => [entry.outcome, entry.attempt]),
-      [
-        ['failed', 3],
-        ['failed', 2],
-        ['failed', 1],
-      ],
-    )
-    assert.equal((await endpointOf(service, token, endpointId)).status, 'enabled')
-  })
-
-  test('a timeout, a refused connection and a redirect are failed attempts too, and retried', async () => {
-    const { token } = await service.newProvider()
-    const hanging = await receiver(() => 'hang')
-    const redirecting = await receiver(() => 302)
-    const urls = { timeout: hanging.url, refused: await refusingUrl(), redirect: redirecting.url }
-    const endpoints = Object.fromEntries(
-      await Promise.all(Object.entries(urls).map(async ([name, url]) => [name, (await endpoint(service, token, url)).id] as const)),
-    )
-    startWorker(service)
-    await createListing(service, token)
-    const expected: Record<string, RegExp> = {
-      timeout: new RegExp(`^no answer within ${TIMEOUT_MS} ms$`),
-      refused: /^the server refused the connection$/,
-      redirect: /^answered 302: redirects are not followed$/,
-    }
-    for (const [name, id] of Object.entries(endpoints)) {
-      const deadline = Date.now() + 5000
-      let entries: any[] = []
-      while (Date.now() < deadline) {
-        entries = await log(service, token, id)
-        if (entries.some((entry) => entry.outcome === 'failed')) break
-        await new Promise((resolve) => setTimeout(resolve, 50))
+      const events = await feed(service, token)
+      assert.deepEqual(
+        events.map((event: { type: string }) => event.type),
+        ['listing.created', 'listing.updated', 'listing.withdrawn'],
+      )
+      const byId = new Map(all.deliveries.map((delivery) => [delivery.id, delivery]))
+      for (const event of events) {
+        const delivery = byId.get(event.id)
+        assert.ok(delivery, `${event.type} was not delivered`)
+        assert.deepEqual(delivery.event, event)
+        assert.equal(delivery.headers['content-type'], 'application/json')
+        assert.ok(verifies(allEndpoint.secret, delivery), 'the signature does not verify with standardwebhooks')
+        assert.ok(!verifies(withdrawalEndpoint.secret, delivery))
+        assert.match(delivery.signature, /^v1,[A-Za-z0-9+/]+=*$/)
+        assert.equal(Number(delivery.timestamp), Math.floor(service.clock() / 1000))
       }
-      const failed = entries.find((entry) => entry.outcome === 'failed')
-      assert.ok(failed, `${name}: no failed attempt in ${JSON.stringify(entries)}`)
-      assert.match(failed.error, expected[name] as RegExp, name)
-      assert.ok(entries.some((entry) => entry.outcome === 'pending' && entry.attempt === 2), name)
-    }
-    // Only the redirecting receiver's first URL was asked; its Location was never followed.
-    assert.deepEqual(redirecting.deliveries.length, 1)
-    service.clock.now += SCHEDULE_MS[0]!
-    await redirecting.waitFor((deliveries) => deliveries.length === 2)
-    await hanging.waitFor((deliveries) => deliveries.length === 2)
-  })
+      assert.equal(withdrawals.deliveries[0]?.event.type, 'listing.withdrawn')
+      assert.ok(verifies(withdrawalEndpoint.secret, withdrawals.deliveries[0]))
+      // The log: one succeeded attempt each, nothing pending (a delivery is recorded just after it arrived).
+      const entries = await logWhen(service, token, allEndpoint.id, (entries) => entries.every((entry) => entry.outcome === 'succeeded'))
+      assert.deepEqual(entries.map((entry: any) => [entry.outcome, entry.attempt, entry.responseStatus, entry.error]).sort(), [
+        ['succeeded', 1, 200, null],
+        ['succeeded', 1, 200, null],
+        ['succeeded', 1, 200, null],
+      ])
+      await stillAt(all, 3)
+    })
 
-  test('410 Gone disables the endpoint at once; enabled again, it gets what it was owed, not what came meanwhile', async () => {
-    const { token } = await service.newProvider()
-    const hooks = await receiver(() => 410)
-    const { id: endpointId } = await endpoint(service, token, hooks.url)
-    startWorker(service)
-    await createListing(service, token)
-    await hooks.waitFor((deliveries) => deliveries.length === 1)
-    let state: any
-    for (const deadline = Date.now() + 5000; Date.now() < deadline; ) {
-      state = await endpointOf(service, token, endpointId)
-      if (state.status === 'disabled') break
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
-    assert.deepEqual([state.status, state.disabledReason], ['disabled', 'the endpoint answered 410 Gone'])
-    const owed = hooks.deliveries[0]?.id
-
-    await createListing(service, token) // committed while disabled: never sent
-    service.clock.now += SCHEDULE_MS[0]!
-    await stillAt(hooks, 1)
-
-    hooks.answer = () => 204
-    const enabled = await service.request('POST', `/api/v1/webhooks/${endpointId}/enable`, { token })
-    assert.deepEqual([enabled.body.status, enabled.body.disabledReason], ['enabled', null])
-    await hooks.waitFor((deliveries) => deliveries.length === 2)
-    await stillAt(hooks, 2)
-    assert.equal(hooks.deliveries[1]?.id, owed)
-  })
-
-  test('an endpoint whose attempts have all failed for 5 days is disabled; a success starts the count again', async () => {
-    const { token } = await service.newProvider()
-    const hooks = await receiver(() => 503)
-    const { id: endpointId } = await endpoint(service, token, hooks.url)
-    // No retries: each listing's event is attempted once, at once.
-    startWorker(service, anyAddress, [])
-    const attemptAt = async (count: number) => {
+    test('events committed before an endpoint existed, and other providers’ events, are not sent to it', async () => {
+      const { token } = await service.newProvider()
+      const other = await service.newProvider()
       await createListing(service, token)
-      await hooks.waitFor((deliveries) => deliveries.length === count)
-      await logWhen(service, token, endpointId, (entries) => entries.filter((entry) => entry.outcome !== 'pending').length === count)
-    }
-    await attemptAt(1)
-    service.clock.now += DISABLE_AFTER_MS / 2
-    hooks.answer = () => 200
-    await attemptAt(2) // a success: the run of failures ends
-    hooks.answer = () => 503
-    service.clock.now += 1000
-    await attemptAt(3)
-    service.clock.now += DISABLE_AFTER_MS - 2000
-    await attemptAt(4)
-    assert.equal((await endpointOf(service, token, endpointId)).status, 'enabled')
-    service.clock.now += 2000
-    await attemptAt(5)
-    const state = await endpointOf(service, token, endpointId)
-    assert.equal(state.status, 'disabled')
-    assert.match(state.disabledReason, /^every attempt since \d{4}-.+ has failed$/)
-  })
+      const hooks = await receiver()
+      await endpoint(service, token, hooks.url)
+      startWorker(service)
+      await createListing(service, other.token)
+      const id = await createListing(service, token)
+      await hooks.waitFor((deliveries) => deliveries.length === 1)
+      await stillAt(hooks, 1)
+      assert.equal(hooks.deliveries[0]?.event.data.id, id)
+    })
 
-  test('a host name that resolves to a forbidden address is never contacted (the policy applies at each attempt)', async () => {
-    const { token } = await service.newProvider()
-    const hooks = await receiver()
-    const { id: endpointId } = await endpoint(service, token, hooks.url.replace('127.0.0.1', 'localhost'))
-    startWorker(service, publicAddressesOnly)
-    await createListing(service, token)
-    let entries: any[] = []
-    for (const deadline = Date.now() + 5000; Date.now() < deadline && entries.length < 2; ) {
+    test('a failed attempt is retried after each delay of the schedule, then the delivery has failed for good', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver(() => 500)
+      const { id: endpointId } = await endpoint(service, token, hooks.url)
+      startWorker(service)
+      const started = service.clock()
+      await createListing(service, token)
+      await hooks.waitFor((deliveries) => deliveries.length === 1)
+      await stillAt(hooks, 1)
+      let entries = await logWhen(service, token, endpointId, (entries) => entries.length === 2)
+      assert.deepEqual(
+        entries.map((entry: any) => [entry.outcome, entry.attempt, entry.at]),
+        [
+          ['pending', 2, new Date(started + SCHEDULE_MS[0]!).toISOString()],
+          ['failed', 1, new Date(started).toISOString()],
+        ],
+      )
+      assert.equal(entries[1].responseStatus, 500)
+      assert.equal(entries[1].error, 'answered 500')
+
+      service.clock.now += SCHEDULE_MS[0]! - 1
+      await stillAt(hooks, 1)
+      service.clock.now += 1
+      await hooks.waitFor((deliveries) => deliveries.length === 2)
+      // Recorded (and its retry scheduled) before the clock moves on.
+      await logWhen(service, token, endpointId, (entries) => entries[0]?.outcome === 'pending' && entries[0]?.attempt === 3)
+      service.clock.now += SCHEDULE_MS[1]!
+      await hooks.waitFor((deliveries) => deliveries.length === 3)
+      service.clock.now += 3_600_000
+      await stillAt(hooks, 3)
+      // One event, three attempts of it, each signed again.
+      assert.equal(new Set(hooks.deliveries.map((delivery) => delivery.id)).size, 1)
       entries = await log(service, token, endpointId)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
-    assert.equal(entries[1]?.outcome, 'failed', JSON.stringify(entries))
-    assert.equal(entries[1]?.error, 'localhost does not resolve to a public address')
-    assert.equal(hooks.deliveries.length, 0)
-  })
+      assert.deepEqual(
+        entries.map((entry: any) => [entry.outcome, entry.attempt]),
+        [
+          ['failed', 3],
+          ['failed', 2],
+          ['failed', 1],
+        ],
+      )
+      assert.equal((await endpointOf(service, token, endpointId)).status, 'enabled')
+    })
 
-  test('after a rotation both secrets sign for 24 hours, then only the new one', async () => {
-    const { token } = await service.newProvider()
-    const hooks = await receiver()
-    const { id: endpointId, secret: before } = await endpoint(service, token, hooks.url)
-    const rotated = await service.request('POST', `/api/v1/webhooks/${endpointId}/rotate-secret`, { token })
-    const after = rotated.body.secret as string
-    startWorker(service)
-    await createListing(service, token)
-    await hooks.waitFor((deliveries) => deliveries.length === 1)
-    const during = hooks.deliveries[0] as never
-    assert.ok(verifies(before, during) && verifies(after, during))
-    assert.equal((hooks.deliveries[0]?.signature ?? '').split(' ').length, 2)
+    test('a timeout, a refused connection and a redirect are failed attempts too, and retried', async () => {
+      const { token } = await service.newProvider()
+      const hanging = await receiver(() => 'hang')
+      const redirecting = await receiver(() => 302)
+      const urls = { timeout: hanging.url, refused: await refusingUrl(), redirect: redirecting.url }
+      const endpoints = Object.fromEntries(
+        await Promise.all(Object.entries(urls).map(async ([name, url]) => [name, (await endpoint(service, token, url)).id] as const)),
+      )
+      startWorker(service)
+      await createListing(service, token)
+      const expected: Record<string, RegExp> = {
+        timeout: new RegExp(`^no answer within ${TIMEOUT_MS} ms$`),
+        refused: /^the server refused the connection$/,
+        redirect: /^answered 302: redirects are not followed$/,
+      }
+      for (const [name, id] of Object.entries(endpoints)) {
+        const deadline = Date.now() + 5000
+        let entries: any[] = []
+        while (Date.now() < deadline) {
+          entries = await log(service, token, id)
+          if (entries.some((entry) => entry.outcome === 'failed')) break
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        const failed = entries.find((entry) => entry.outcome === 'failed')
+        assert.ok(failed, `${name}: no failed attempt in ${JSON.stringify(entries)}`)
+        assert.match(failed.error, expected[name] as RegExp, name)
+        assert.ok(
+          entries.some((entry) => entry.outcome === 'pending' && entry.attempt === 2),
+          name,
+        )
+      }
+      // Only the redirecting receiver's first URL was asked; its Location was never followed.
+      assert.deepEqual(redirecting.deliveries.length, 1)
+      service.clock.now += SCHEDULE_MS[0]!
+      await redirecting.waitFor((deliveries) => deliveries.length === 2)
+      await hanging.waitFor((deliveries) => deliveries.length === 2)
+    })
 
-    service.clock.now += 24 * 3600 * 1000
-    await createListing(service, token)
-    await hooks.waitFor((deliveries) => deliveries.length === 2)
-    const later = hooks.deliveries[1] as never
-    assert.ok(verifies(after, later) && !verifies(before, later))
-  })
+    test('410 Gone disables the endpoint at once; enabled again, it gets what it was owed, not what came meanwhile', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver(() => 410)
+      const { id: endpointId } = await endpoint(service, token, hooks.url)
+      startWorker(service)
+      await createListing(service, token)
+      await hooks.waitFor((deliveries) => deliveries.length === 1)
+      let state: any
+      for (const deadline = Date.now() + 5000; Date.now() < deadline;) {
+        state = await endpointOf(service, token, endpointId)
+        if (state.status === 'disabled') break
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      assert.deepEqual([state.status, state.disabledReason], ['disabled', 'the endpoint answered 410 Gone'])
+      const owed = hooks.deliveries[0]?.id
 
-  test('a deleted endpoint gets no new attempt, even of deliveries it was owed', async () => {
-    const { token } = await service.newProvider()
-    const hooks = await receiver(() => 500)
-    const { id: endpointId } = await endpoint(service, token, hooks.url)
-    startWorker(service)
-    await createListing(service, token)
-    await hooks.waitFor((deliveries) => deliveries.length === 1)
-    await logWhen(service, token, endpointId, (entries) => entries.some((entry) => entry.outcome === 'failed'))
-    assert.equal((await service.request('DELETE', `/api/v1/webhooks/${endpointId}`, { token })).status, 204)
-    service.clock.now += SCHEDULE_MS[0]!
-    await createListing(service, token)
-    await stillAt(hooks, 1)
-  })
+      await createListing(service, token) // committed while disabled: never sent
+      service.clock.now += SCHEDULE_MS[0]!
+      await stillAt(hooks, 1)
 
-  test('two workers on one database: every event delivered, none attempted by both at once', async () => {
-    const { token } = await service.newProvider()
-    const hooks = await receiver()
-    hooks.delayMs = 30
-    await endpoint(service, token, hooks.url)
-    startWorker(service)
-    startWorker(service)
-    await Promise.all(Array.from({ length: 30 }, () => createListing(service, token)))
-    await hooks.waitFor((deliveries) => deliveries.length >= 30, 20_000)
-    await stillAt(hooks, 30)
-    assert.equal(new Set(hooks.deliveries.map((delivery) => delivery.id)).size, 30)
-    assert.equal(hooks.maxConcurrentSameId, 1)
-  })
+      hooks.answer = () => 204
+      const enabled = await service.request('POST', `/api/v1/webhooks/${endpointId}/enable`, { token })
+      assert.deepEqual([enabled.body.status, enabled.body.disabledReason], ['enabled', null])
+      await hooks.waitFor((deliveries) => deliveries.length === 2)
+      await stillAt(hooks, 2)
+      assert.equal(hooks.deliveries[1]?.id, owed)
+    })
 
-  test('stop() cuts off an attempt that hangs without recording it; its lease runs out and it is made again', async () => {
-    const { token } = await service.newProvider()
-    const hooks = await receiver(() => 'hang')
-    const { id: endpointId } = await endpoint(service, token, hooks.url)
-    const first = startWorker(service)
-    await createListing(service, token)
-    await hooks.waitFor((deliveries) => deliveries.length === 1)
-    const stopping = Date.now()
-    await first.stop(50)
-    workers.delete(first)
-    assert.ok(Date.now() - stopping < 1000)
-    assert.deepEqual((await log(service, token, endpointId)).map((entry: any) => [entry.outcome, entry.attempt]), [['pending', 1]])
+    test('an endpoint whose attempts have all failed for 5 days is disabled; a success starts the count again', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver(() => 503)
+      const { id: endpointId } = await endpoint(service, token, hooks.url)
+      // No retries: each listing's event is attempted once, at once.
+      startWorker(service, anyAddress, [])
+      const attemptAt = async (count: number) => {
+        await createListing(service, token)
+        await hooks.waitFor((deliveries) => deliveries.length === count)
+        await logWhen(service, token, endpointId, (entries) => entries.filter((entry) => entry.outcome !== 'pending').length === count)
+      }
+      await attemptAt(1)
+      service.clock.now += DISABLE_AFTER_MS / 2
+      hooks.answer = () => 200
+      await attemptAt(2) // a success: the run of failures ends
+      hooks.answer = () => 503
+      service.clock.now += 1000
+      await attemptAt(3)
+      service.clock.now += DISABLE_AFTER_MS - 2000
+      await attemptAt(4)
+      assert.equal((await endpointOf(service, token, endpointId)).status, 'enabled')
+      service.clock.now += 2000
+      await attemptAt(5)
+      const state = await endpointOf(service, token, endpointId)
+      assert.equal(state.status, 'disabled')
+      assert.match(state.disabledReason, /^every attempt since \d{4}-.+ has failed$/)
+    })
 
-    hooks.answer = () => 200
-    startWorker(service)
-    await stillAt(hooks, 1) // still leased
-    service.clock.now += TIMEOUT_MS + 15_000
-    await hooks.waitFor((deliveries) => deliveries.length === 2)
-    assert.equal(hooks.deliveries[1]?.id, hooks.deliveries[0]?.id)
-  })
-}, { env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } })
+    test('a host name that resolves to a forbidden address is never contacted (the policy applies at each attempt)', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver()
+      const { id: endpointId } = await endpoint(service, token, hooks.url.replace('127.0.0.1', 'localhost'))
+      startWorker(service, publicAddressesOnly)
+      await createListing(service, token)
+      let entries: any[] = []
+      for (const deadline = Date.now() + 5000; Date.now() < deadline && entries.length < 2;) {
+        entries = await log(service, token, endpointId)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      assert.equal(entries[1]?.outcome, 'failed', JSON.stringify(entries))
+      assert.equal(entries[1]?.error, 'localhost does not resolve to a public address')
+      assert.equal(hooks.deliveries.length, 0)
+    })
+
+    test('after a rotation both secrets sign for 24 hours, then only the new one', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver()
+      const { id: endpointId, secret: before } = await endpoint(service, token, hooks.url)
+      const rotated = await service.request('POST', `/api/v1/webhooks/${endpointId}/rotate-secret`, { token })
+      const after = rotated.body.secret as string
+      startWorker(service)
+      await createListing(service, token)
+      await hooks.waitFor((deliveries) => deliveries.length === 1)
+      const during = hooks.deliveries[0] as never
+      assert.ok(verifies(before, during) && verifies(after, during))
+      assert.equal((hooks.deliveries[0]?.signature ?? '').split(' ').length, 2)
+
+      service.clock.now += 24 * 3600 * 1000
+      await createListing(service, token)
+      await hooks.waitFor((deliveries) => deliveries.length === 2)
+      const later = hooks.deliveries[1] as never
+      assert.ok(verifies(after, later) && !verifies(before, later))
+    })
+
+    test('a deleted endpoint gets no new attempt, even of deliveries it was owed', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver(() => 500)
+      const { id: endpointId } = await endpoint(service, token, hooks.url)
+      startWorker(service)
+      await createListing(service, token)
+      await hooks.waitFor((deliveries) => deliveries.length === 1)
+      await logWhen(service, token, endpointId, (entries) => entries.some((entry) => entry.outcome === 'failed'))
+      assert.equal((await service.request('DELETE', `/api/v1/webhooks/${endpointId}`, { token })).status, 204)
+      service.clock.now += SCHEDULE_MS[0]!
+      await createListing(service, token)
+      await stillAt(hooks, 1)
+    })
+
+    test('two workers on one database: every event delivered, none attempted by both at once', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver()
+      hooks.delayMs = 30
+      await endpoint(service, token, hooks.url)
+      startWorker(service)
+      startWorker(service)
+      await Promise.all(Array.from({ length: 30 }, () => createListing(service, token)))
+      await hooks.waitFor((deliveries) => deliveries.length >= 30, 20_000)
+      await stillAt(hooks, 30)
+      assert.equal(new Set(hooks.deliveries.map((delivery) => delivery.id)).size, 30)
+      assert.equal(hooks.maxConcurrentSameId, 1)
+    })
+
+    test('stop() cuts off an attempt that hangs without recording it; its lease runs out and it is made again', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver(() => 'hang')
+      const { id: endpointId } = await endpoint(service, token, hooks.url)
+      const first = startWorker(service)
+      await createListing(service, token)
+      await hooks.waitFor((deliveries) => deliveries.length === 1)
+      const stopping = Date.now()
+      await first.stop(50)
+      workers.delete(first)
+      assert.ok(Date.now() - stopping < 1000)
+      assert.deepEqual(
+        (await log(service, token, endpointId)).map((entry: any) => [entry.outcome, entry.attempt]),
+        [['pending', 1]],
+      )
+
+      hooks.answer = () => 200
+      startWorker(service)
+      await stillAt(hooks, 1) // still leased
+      service.clock.now += TIMEOUT_MS + 15_000
+      await hooks.waitFor((deliveries) => deliveries.length === 2)
+      assert.equal(hooks.deliveries[1]?.id, hooks.deliveries[0]?.id)
+    })
+  },
+  { env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } },
+)

@@ -32,7 +32,7 @@ async function call(server: ServerProcess, method: string, path: string, token: 
 
 async function feedIds(server: ServerProcess, token: string): Promise<string[]> {
   const ids: string[] = []
-  for (let cursor: string | undefined; ; ) {
+  for (let cursor: string | undefined; ;) {
     const page = await call(server, 'GET', `/api/v1/events?limit=100${cursor ? `&after=${cursor}` : ''}`, token)
     assert.equal(page.status, 200)
     if (page.body.data.length === 0) return ids
@@ -103,8 +103,14 @@ for (const dialect of dialects) {
       // An attempt cut off by the kill is made again once its lease (WEBHOOK_TIMEOUT_MS + 15 s) runs out.
       await hooks.waitFor((deliveries) => new Set(deliveries.map((d) => d.id)).size >= committed.length, 45_000)
       const received = new Set(hooks.deliveries.map((delivery) => delivery.id))
-      assert.deepEqual(committed.filter((id) => !received.has(id)), [])
-      assert.deepEqual([...received].filter((id) => !committed.includes(id)), [])
+      assert.deepEqual(
+        committed.filter((id) => !received.has(id)),
+        [],
+      )
+      assert.deepEqual(
+        [...received].filter((id) => !committed.includes(id)),
+        [],
+      )
       for (const delivery of hooks.deliveries.slice(0, 20)) assert.ok(verifies(endpoint.body.secret, delivery))
       const duplicates = hooks.deliveries.length - received.size
       console.log(`# [${dialect}] ${committed.length} events, ${hooks.deliveries.length} deliveries, ${duplicates} duplicates after 2 kills`)
@@ -120,44 +126,49 @@ for (const dialect of dialects) {
   })
 }
 
-test('two instances on one PostgreSQL database: every event delivered once, none attempted by both at once', { skip: !dialects.includes('postgres') && 'PostgreSQL does not answer' }, async () => {
-  const database = await createTestDatabase('postgres')
-  try {
-    const env = { ...ENV, DATABASE_URL: database.url }
-    const servers = await Promise.all([startServer(env), startServer(env)])
-    const created = await runCli(['provider', 'create', '--name', 'Two Ovens'], { DATABASE_URL: database.url })
-    const { token } = JSON.parse(created.stdout)
-    const hooks = await startReceiver()
-    receivers.push(hooks)
-    // Longer than a poll (250 ms): while one instance's attempts (32 at most per endpoint) are answered, the
-    // other's poll finds the rest due and unclaimed. At 50 ms, one instance sometimes took all 60 first.
-    hooks.delayMs = 300
-    assert.equal((await call(servers[0], 'POST', '/api/v1/webhooks', token, { url: hooks.url })).status, 201)
-    await Promise.all(
-      Array.from({ length: 60 }, (_, i) => call(servers[i % 2]!, 'POST', '/api/v1/listing/create', token, listingBody())),
-    )
-    await hooks.waitFor((deliveries) => deliveries.length >= 60, 20_000)
-    await new Promise((resolve) => setTimeout(resolve, 500))
-    assert.equal(hooks.deliveries.length, 60)
-    assert.equal(new Set(hooks.deliveries.map((delivery) => delivery.id)).size, 60)
-    assert.equal(hooks.maxConcurrentSameId, 1)
-    // docs/api.md#webhooks: the first attempt starts within 5 s of the commit.
-    const lags = hooks.deliveries.map((delivery) => delivery.arrivedAt - Date.parse(delivery.event.createdAt))
-    assert.ok(Math.max(...lags) < 5000, `lags: ${lags.join(', ')}`)
-    // Both instances took part.
-    const attempted = servers.map((server) => server.logLines().filter((line) => line.msg === 'webhook attempt').length)
-    assert.ok(attempted.every((n) => n > 0), `attempts per instance: ${attempted.join(', ')}`)
-    // Operators see them in /metrics: attempts by outcome, and the lag to each first attempt.
-    const scraped = await Promise.all(servers.map(async (server) => parseExposition(await (await fetch(`${server.baseUrl}/metrics`)).text())))
-    const count = (name: string, labels?: Record<string, string>) => scraped.reduce((sum, exposition) => sum + (valueOf(exposition, name, labels) ?? 0), 0)
-    assert.equal(count('listing_webhook_attempt_duration_seconds_count', { outcome: 'succeeded' }), 60)
-    assert.equal(count('listing_webhook_attempt_duration_seconds_count', { outcome: 'failed' }), 0)
-    assert.equal(count('listing_webhook_first_attempt_lag_seconds_count'), 60)
-    await Promise.all(servers.map((server) => server.stop('SIGTERM')))
-  } finally {
-    await database.drop()
-  }
-})
+test(
+  'two instances on one PostgreSQL database: every event delivered once, none attempted by both at once',
+  { skip: !dialects.includes('postgres') && 'PostgreSQL does not answer' },
+  async () => {
+    const database = await createTestDatabase('postgres')
+    try {
+      const env = { ...ENV, DATABASE_URL: database.url }
+      const servers = await Promise.all([startServer(env), startServer(env)])
+      const created = await runCli(['provider', 'create', '--name', 'Two Ovens'], { DATABASE_URL: database.url })
+      const { token } = JSON.parse(created.stdout)
+      const hooks = await startReceiver()
+      receivers.push(hooks)
+      // Longer than a poll (250 ms): while one instance's attempts (32 at most per endpoint) are answered, the
+      // other's poll finds the rest due and unclaimed. At 50 ms, one instance sometimes took all 60 first.
+      hooks.delayMs = 300
+      assert.equal((await call(servers[0], 'POST', '/api/v1/webhooks', token, { url: hooks.url })).status, 201)
+      await Promise.all(Array.from({ length: 60 }, (_, i) => call(servers[i % 2]!, 'POST', '/api/v1/listing/create', token, listingBody())))
+      await hooks.waitFor((deliveries) => deliveries.length >= 60, 20_000)
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      assert.equal(hooks.deliveries.length, 60)
+      assert.equal(new Set(hooks.deliveries.map((delivery) => delivery.id)).size, 60)
+      assert.equal(hooks.maxConcurrentSameId, 1)
+      // docs/api.md#webhooks: the first attempt starts within 5 s of the commit.
+      const lags = hooks.deliveries.map((delivery) => delivery.arrivedAt - Date.parse(delivery.event.createdAt))
+      assert.ok(Math.max(...lags) < 5000, `lags: ${lags.join(', ')}`)
+      // Both instances took part.
+      const attempted = servers.map((server) => server.logLines().filter((line) => line.msg === 'webhook attempt').length)
+      assert.ok(
+        attempted.every((n) => n > 0),
+        `attempts per instance: ${attempted.join(', ')}`,
+      )
+      // Operators see them in /metrics: attempts by outcome, and the lag to each first attempt.
+      const scraped = await Promise.all(servers.map(async (server) => parseExposition(await (await fetch(`${server.baseUrl}/metrics`)).text())))
+      const count = (name: string, labels?: Record<string, string>) => scraped.reduce((sum, exposition) => sum + (valueOf(exposition, name, labels) ?? 0), 0)
+      assert.equal(count('listing_webhook_attempt_duration_seconds_count', { outcome: 'succeeded' }), 60)
+      assert.equal(count('listing_webhook_attempt_duration_seconds_count', { outcome: 'failed' }), 0)
+      assert.equal(count('listing_webhook_first_attempt_lag_seconds_count'), 60)
+      await Promise.all(servers.map((server) => server.stop('SIGTERM')))
+    } finally {
+      await database.drop()
+    }
+  },
+)
 
 test('SIGTERM while an attempt hangs: the drain cuts it off and the process exits 0 within 10 s; another start makes it again', async () => {
   const database = await createTestDatabase('sqlite')
@@ -179,7 +190,10 @@ test('SIGTERM while an attempt hangs: the drain cuts it off and the process exit
     hooks.answer = () => 200
     server = await startServer(env)
     const log = await call(server, 'GET', `/api/v1/webhooks/${(await call(server, 'GET', '/api/v1/webhooks', token)).body.data[0].id}/deliveries`, token)
-    assert.deepEqual(log.body.data.map((entry: any) => [entry.outcome, entry.attempt]), [['pending', 1]])
+    assert.deepEqual(
+      log.body.data.map((entry: any) => [entry.outcome, entry.attempt]),
+      [['pending', 1]],
+    )
     await server.stop('SIGTERM')
   } finally {
     await database.drop()

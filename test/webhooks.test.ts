@@ -84,7 +84,13 @@ await describeEachDialect('webhook endpoints', (service) => {
     const other = await service.newProvider()
     const { id } = (await createEndpoint(service, owner.token, { url: 'https://example.com/h' })).body
     for (const webhookId of [id, `wh_${'0'.repeat(26)}`, 'nope', 'wh_%00', encodeURIComponent('wh_é')]) {
-      for (const [method, suffix] of [['GET', ''], ['DELETE', ''], ['POST', '/rotate-secret'], ['POST', '/enable'], ['GET', '/deliveries']]) {
+      for (const [method, suffix] of [
+        ['GET', ''],
+        ['DELETE', ''],
+        ['POST', '/rotate-secret'],
+        ['POST', '/enable'],
+        ['GET', '/deliveries'],
+      ]) {
         const response = await service.request(method as string, `/api/v1/webhooks/${webhookId}${suffix}`, { token: other.token })
         assertProblem(response, 404, 'not-found')
       }
@@ -116,10 +122,7 @@ await describeEachDialect('webhook endpoints', (service) => {
   test('at most 10 per provider, also when 15 creates race: the rest are 409; a delete makes room', async () => {
     const { token } = await service.newProvider()
     const answers = await Promise.all(Array.from({ length: 15 }, (_, i) => createEndpoint(service, token, { url: `https://example.com/${i}` })))
-    assert.deepEqual(
-      answers.map((answer) => answer.status).sort(),
-      [...Array(10).fill(201), ...Array(5).fill(409)],
-    )
+    assert.deepEqual(answers.map((answer) => answer.status).sort(), [...Array(10).fill(201), ...Array(5).fill(409)])
     for (const refused of answers.filter((answer) => answer.status === 409)) assertProblem(refused, 409, 'conflict')
     const listed = (await service.request('GET', '/api/v1/webhooks', { token })).body.data
     assert.equal(listed.length, 10)

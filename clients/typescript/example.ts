@@ -72,7 +72,12 @@ console.log('changed: version', changed.version, 'status', changed.status)
 
 // The same change again with If-Match "1" is refused: version 2 is the current one. A problem is a typed error.
 try {
-  await unwrap(client.PATCH('/api/v1/listing/{listingId}', { params: { path: { listingId }, header: { 'if-match': '"1"' } }, body: { items: [{ position: 1, quantity: 3 }] } }))
+  await unwrap(
+    client.PATCH('/api/v1/listing/{listingId}', {
+      params: { path: { listingId }, header: { 'if-match': '"1"' } },
+      body: { items: [{ position: 1, quantity: 3 }] },
+    }),
+  )
 } catch (error) {
   if (!(error instanceof ProblemError)) throw error
   console.log('refused:', error.status, error.problem.type)
@@ -83,7 +88,7 @@ console.log('withdrawn: version', withdrawn.version, 'status', withdrawn.status)
 
 // The feed, oldest first, a page at a time: follow nextCursor until it is null (nothing newer yet).
 const types: string[] = []
-for (let after: string | undefined; ; ) {
+for (let after: string | undefined; ;) {
   const page = await unwrap(client.GET('/api/v1/events', { params: { query: { limit: 100, ...(after ? { after } : {}) } } }))
   types.push(...page.data.filter((event) => event.data.id === listingId).map((event) => event.type))
   if (page.nextCursor === null) break

@@ -173,11 +173,7 @@ export function TimeLeft({ expiresAtUnix }: { expiresAtUnix: number }) {
   const hh = Math.floor(seconds / 3600)
   const mm = String(Math.floor((seconds % 3600) / 60)).padStart(2, '0')
   const ss = String(seconds % 60).padStart(2, '0')
-  return (
-    <span class="time-left">
-      {t.timeLeft(`${hh}:${mm}:${ss}`)}
-    </span>
-  )
+  return <span class="time-left">{t.timeLeft(`${hh}:${mm}:${ss}`)}</span>
 }
 
 export function Link({ href, children, class: className }: { href: string; children: ComponentChildren; class?: string }) {

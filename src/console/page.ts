@@ -28,8 +28,7 @@ const TITLES: Record<Language, string> = { en: 'Provider console', ar: 'لوحة
 export function consolePage(manifest: Manifest | undefined, language: Language): string {
   const dir = language === 'ar' ? 'rtl' : 'ltr'
   const head = manifest
-    ? `<link rel="stylesheet" href="/console/assets/${manifest.style}">` +
-      `<script type="module" src="/console/assets/${manifest.script}"></script>`
+    ? `<link rel="stylesheet" href="/console/assets/${manifest.style}">` + `<script type="module" src="/console/assets/${manifest.script}"></script>`
     : ''
   const body = manifest ? '' : '<p>The console is not built: run <code>npm run build</code>.</p>'
   return (

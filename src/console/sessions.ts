@@ -98,13 +98,7 @@ export class ConsoleSessions {
       .where((eb) =>
         eb.or([
           eb('s.token_id', 'is', null),
-          eb.exists(
-            eb
-              .selectFrom('tokens as t')
-              .select('t.id')
-              .whereRef('t.id', '=', 's.token_id')
-              .where('t.revoked_at_ms', 'is', null),
-          ),
+          eb.exists(eb.selectFrom('tokens as t').select('t.id').whereRef('t.id', '=', 's.token_id').where('t.revoked_at_ms', 'is', null)),
         ]),
       )
       .executeTakeFirst()
@@ -132,7 +126,10 @@ export class ConsoleSessions {
   }
 
   private async removeStale(nowMs: number): Promise<void> {
-    await this.database.kysely.deleteFrom('console_sessions').where('last_seen_ms', '<=', nowMs - SESSION_IDLE_MS).execute()
+    await this.database.kysely
+      .deleteFrom('console_sessions')
+      .where('last_seen_ms', '<=', nowMs - SESSION_IDLE_MS)
+      .execute()
     await this.database.kysely.deleteFrom('console_links').where('expires_at_ms', '<=', nowMs).execute()
   }
 }

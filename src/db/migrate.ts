@@ -53,9 +53,7 @@ export async function migrate(database: Database): Promise<string[]> {
       const pending = migrations.filter((m) => !applied.has(m.name))
       for (const migration of pending) {
         await migration.up(conn, database.dialect)
-        await sql`insert into schema_migrations (name, applied_at_ms) values (${migration.name}, ${Date.now()})`.execute(
-          conn,
-        )
+        await sql`insert into schema_migrations (name, applied_at_ms) values (${migration.name}, ${Date.now()})`.execute(conn)
       }
       if (database.dialect === 'postgres') await setRoleSettings(conn)
       await sql`commit`.execute(conn)
@@ -89,7 +87,9 @@ async function setRoleSettings(conn: Kysely<any>): Promise<void> {
   for (const [name, value] of Object.entries(POSTGRES_ROLE_SETTINGS)) {
     if (current.get(name) === value) continue
     // ALTER ROLE takes no parameters; the name is ours and the value a literal quoted by format(%L).
-    await sql`do $$ begin execute format('alter role current_user in database %I set ${sql.raw(name)} = %L', current_database(), ${sql.lit(value)}); end $$`.execute(conn)
+    await sql`do $$ begin execute format('alter role current_user in database %I set ${sql.raw(name)} = %L', current_database(), ${sql.lit(value)}); end $$`.execute(
+      conn,
+    )
   }
   for (const [name, value] of Object.entries(POSTGRES_ROLE_SETTINGS)) {
     await sql`select set_config(${name}, ${value}, false)`.execute(conn)

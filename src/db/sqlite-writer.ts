@@ -13,8 +13,7 @@ import { ModuleThread } from './module-worker.js'
 /** A statement for the writer thread, and its answer. */
 export type WriterRequest = { type: 'run'; id: number; sql: string; parameters: readonly unknown[] } | { type: 'close' }
 export type WriterReply =
-  | { id: number; rows: unknown[]; changes?: number; lastInsertRowid?: number }
-  | { id: number; error: { message: string; code?: string } }
+  { id: number; rows: unknown[]; changes?: number; lastInsertRowid?: number } | { id: number; error: { message: string; code?: string } }
 
 interface Pending {
   resolve(result: QueryResult<unknown>): void

@@ -60,8 +60,7 @@ function growth(found: number, wanted: number, dimension: 1 | 2): number {
 }
 
 /** Is (key, id) strictly after the cursor in the order key ascending, then id ascending? */
-const isAfter = (key: number, id: string, after: CursorKey | undefined) =>
-  after === undefined || key > after.key || (key === after.key && id > after.id)
+const isAfter = (key: number, id: string, after: CursorKey | undefined) => after === undefined || key > after.key || (key === after.key && id > after.id)
 
 const byKeyThenId = (key: (hit: Hit) => number) => (a: Hit, b: Hit) => key(a) - key(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 

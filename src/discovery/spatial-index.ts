@@ -107,7 +107,11 @@ const FIELD_TYPES: Record<keyof CandidateParams, string> = {
   limit: 'bigint',
 }
 
-const QUERY_COLUMNS = sql.raw(Object.entries(FIELD_TYPES).map(([name, type]) => `"${name}" ${type}`).join(', '))
+const QUERY_COLUMNS = sql.raw(
+  Object.entries(FIELD_TYPES)
+    .map(([name, type]) => `"${name}" ${type}`)
+    .join(', '),
+)
 
 /**
  * PostgreSQL's candidate query: `batch` is a JSON array of queries (candidateBatch), answered one row each, in

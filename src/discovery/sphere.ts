@@ -75,7 +75,23 @@ export function latLonBounds(latitude: number, longitude: number, meters: number
   const spread = Math.asin(reach) / RADIANS + BOUNDS_MARGIN_DEG
   const west = longitude - spread
   const east = longitude + spread
-  if (west < -180) return { south, north, longitudes: [[west + 360, 180], [-180, east]] }
-  if (east > 180) return { south, north, longitudes: [[west, 180], [-180, east - 360]] }
+  if (west < -180)
+    return {
+      south,
+      north,
+      longitudes: [
+        [west + 360, 180],
+        [-180, east],
+      ],
+    }
+  if (east > 180)
+    return {
+      south,
+      north,
+      longitudes: [
+        [west, 180],
+        [-180, east - 360],
+      ],
+    }
   return { south, north, longitudes: [[west, east]] }
 }

@@ -45,9 +45,7 @@ export const EventsQuery = Type.Object(
         examples: [exampleEvent.id],
       }),
     ),
-    limit: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Events per page, 1 to 100.', examples: [20] }),
-    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Events per page, 1 to 100.', examples: [20] })),
   },
   closed,
 )

@@ -55,8 +55,7 @@ export class Drain {
       if (cutSignal.aborted) return Promise.reject(shuttingDown('the service is shutting down; nothing was stored, retry'))
       this.#waiting += 1
       return new Promise<void>((resolve, reject) => {
-        const onCut = () =>
-          reject(shuttingDown('the service shut down before the images were checked; nothing was stored, retry'))
+        const onCut = () => reject(shuttingDown('the service shut down before the images were checked; nothing was stored, retry'))
         cutSignal.addEventListener('abort', onCut, { once: true })
         check(images, options)
           .then(resolve, reject)

@@ -11,8 +11,7 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
  */
 export const MAX_CONTENT_TYPE_LENGTH = 256
 
-const unsupported = (header: string, detail: string, summary: string) =>
-  new Problem('unsupported-media-type', summary, { errors: [{ header, detail }] })
+const unsupported = (header: string, detail: string, summary: string) => new Problem('unsupported-media-type', summary, { errors: [{ header, detail }] })
 
 /**
  * The charset parameter of a Content-Type, lower-cased and unquoted, or undefined. Split by hand: Fastify has

@@ -113,11 +113,7 @@ export function schemaDepth(schema: Schema | boolean | undefined): number {
   const types = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type]
   let own = 0
   if (types.includes('object') || schema.properties !== undefined) {
-    const children = [
-      ...Object.values(schema.properties ?? {}),
-      ...Object.values(schema.patternProperties ?? {}),
-      schema.additionalProperties ?? true,
-    ]
+    const children = [...Object.values(schema.properties ?? {}), ...Object.values(schema.patternProperties ?? {}), schema.additionalProperties ?? true]
     own = Math.max(own, 1 + Math.max(...children.map(schemaDepth)))
   }
   if (types.includes('array') || schema.items !== undefined || schema.prefixItems !== undefined) {

@@ -44,11 +44,9 @@ const problemExamples: Record<ProblemType, Problem> = {
     errors: [{ pointer: '/brand/imageUrl', detail: 'image is 7.3 MB; the limit is 5 MiB' }],
   }),
   'unsupported-media-type': new Problem('unsupported-media-type', 'Content-Type must be application/json'),
-  'unsupported-image-format': new Problem(
-    'unsupported-image-format',
-    'content is image/bmp; accepted: jpg, png, gif, webp',
-    { errors: [{ pointer: '/items/1/imageUrl', detail: 'content is image/bmp; accepted: jpg, png, gif, webp' }] },
-  ),
+  'unsupported-image-format': new Problem('unsupported-image-format', 'content is image/bmp; accepted: jpg, png, gif, webp', {
+    errors: [{ pointer: '/items/1/imageUrl', detail: 'content is image/bmp; accepted: jpg, png, gif, webp' }],
+  }),
   'rate-limited': new Problem('rate-limited', 'more than 600 requests in a minute; retry after 12 seconds'),
   internal: new Problem('internal', 'an unexpected error occurred; quote the X-Request-Id'),
   unavailable: new Problem('unavailable', 'the database does not answer'),
@@ -89,17 +87,13 @@ const rateLimitHeaders: Record<string, object> = {
     example: '"default";q=600;w=60',
   },
   RateLimit: {
-    description:
-      'What is left of the quota: `r` requests remaining, `t` seconds until the window resets. Absent when ' +
-      'RateLimit-Policy is.',
+    description: 'What is left of the quota: `r` requests remaining, `t` seconds until the window resets. Absent when ' + 'RateLimit-Policy is.',
     schema: { type: 'string' },
     example: '"default";r=599;t=60',
   },
 }
 
-const rateLimitHeaderRefs = Object.fromEntries(
-  Object.keys(rateLimitHeaders).map((name) => [name, { $ref: `#/components/headers/${name}` }]),
-)
+const rateLimitHeaderRefs = Object.fromEntries(Object.keys(rateLimitHeaders).map((name) => [name, { $ref: `#/components/headers/${name}` }]))
 
 /** The parts of an OpenAPI 3.1 document this module reads and writes. */
 interface Response {

@@ -23,10 +23,7 @@ const formats: Record<string, { validate: (value: string) => boolean; message: (
   },
   'display-name': {
     validate: (value) => /\S/u.test(value) && !UNSTORABLE.test(value),
-    message: (value) =>
-      /\S/u.test(value)
-        ? 'must be valid Unicode text without NUL characters'
-        : 'must contain a non-whitespace character',
+    message: (value) => (/\S/u.test(value) ? 'must be valid Unicode text without NUL characters' : 'must contain a non-whitespace character'),
   },
   // Discovery's cursor: its shape only; whether it continues the query is the route's to say (discovery/cursor.ts).
   'discovery-cursor': cursorFormat,
@@ -219,9 +216,7 @@ function validateQuery(validate: ValidateFunction, schema: QuerySchema, data: un
     }
     const type = schema.properties?.[name]?.type
     converted[name] =
-      typeof value === 'string' && ((type === 'integer' && INTEGER_TEXT.test(value)) || (type === 'number' && DECIMAL_TEXT.test(value)))
-        ? Number(value)
-        : value
+      typeof value === 'string' && ((type === 'integer' && INTEGER_TEXT.test(value)) || (type === 'number' && DECIMAL_TEXT.test(value))) ? Number(value) : value
   }
   const valid = validate(converted)
   if (valid && repeated.length === 0) return { value: converted }
@@ -234,7 +229,6 @@ export function validatorCompiler(ajv: Ajv): FastifySchemaCompiler<unknown> {
     const validate = ajv.compile(schema as object)
     if (httpPart === 'querystring') return (data) => validateQuery(validate, schema as QuerySchema, data)
     const where: Place = httpPart === 'headers' ? 'header' : httpPart === 'params' ? 'parameter' : 'pointer'
-    return (data) =>
-      validate(data) ? { value: data } : { error: invalidRequest(toProblemDetails(validate.errors ?? [], where)) }
+    return (data) => (validate(data) ? { value: data } : { error: invalidRequest(toProblemDetails(validate.errors ?? [], where)) })
   }
 }

@@ -8,15 +8,16 @@ export type Resolver = (hostname: string) => Promise<string[]>
 
 export const systemResolver: Resolver = (hostname) =>
   new Promise((resolve, reject) => {
-    dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) =>
-      error ? reject(error) : resolve(addresses.map((a) => a.address)),
-    )
+    dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses.map((a) => a.address))))
   })
 
 /** Raised instead of connecting to an address the policy refuses; the address is never contacted. */
 export class ForbiddenAddressError extends Error {
   readonly code = 'ERR_FORBIDDEN_ADDRESS'
-  constructor(readonly host: string, readonly address: string) {
+  constructor(
+    readonly host: string,
+    readonly address: string,
+  ) {
     super(`${host} resolves to ${address}, which is not a public address`)
   }
 }

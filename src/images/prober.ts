@@ -12,9 +12,7 @@ import { TtlCache } from '../ttl-cache.js'
 
 export type ProbeFailureType = 'image-unavailable' | 'image-too-large' | 'unsupported-image-format'
 
-export type ProbeResult =
-  | { ok: true; format: ImageFormat; bytes: number }
-  | { ok: false; type: ProbeFailureType; detail: string }
+export type ProbeResult = { ok: true; format: ImageFormat; bytes: number } | { ok: false; type: ProbeFailureType; detail: string }
 
 export type ProbeOutcome = 'ok' | ProbeFailureType
 
@@ -178,9 +176,7 @@ export class ImageProber {
     this.#checks += 1
     try {
       const results = await this.#judgeAll(urls, provider, deadline.signal, joined)
-      const notJudged = signal?.aborted
-        ? 'not checked: the client closed the connection first'
-        : `not checked within ${this.#options.timeoutMs} ms`
+      const notJudged = signal?.aborted ? 'not checked: the client closed the connection first' : `not checked within ${this.#options.timeoutMs} ms`
       const failures: Array<{ pointer: string; type: ProbeFailureType; detail: string }> = []
       for (const { pointer, url } of images) {
         const result = results.get(url) ?? { ok: false, type: 'image-unavailable', detail: notJudged }
@@ -209,12 +205,7 @@ export class ImageProber {
    * Verdicts of `urls`, at most perRequestConcurrency probed at once, until all are in or `stop` aborts;
    * then the verdicts in so far. The leave() of every probe joined is pushed on `joined`, for the caller.
    */
-  #judgeAll(
-    urls: string[],
-    provider: string,
-    stop: AbortSignal,
-    joined: Array<() => void>,
-  ): Promise<Map<string, ProbeResult>> {
+  #judgeAll(urls: string[], provider: string, stop: AbortSignal, joined: Array<() => void>): Promise<Map<string, ProbeResult>> {
     const results = new Map<string, ProbeResult>()
     if (stop.aborted) return Promise.resolve(results)
     return new Promise((resolve) => {
@@ -426,10 +417,7 @@ export class ImageProber {
     format ??= sniffImageFormat(Buffer.concat(head))
     if (format === undefined) {
       discard(response.body)
-      throw new ProbeFailure(
-        'unsupported-image-format',
-        `content is ${describeContent(Buffer.concat(head))}; accepted: ${ACCEPTED_FORMATS}`,
-      )
+      throw new ProbeFailure('unsupported-image-format', `content is ${describeContent(Buffer.concat(head))}; accepted: ${ACCEPTED_FORMATS}`)
     }
     return { ok: true, format, bytes }
   }
@@ -438,10 +426,7 @@ export class ImageProber {
     const { maxBytes } = this.#options
     const MiB = 1024 * 1024
     const limit = maxBytes % MiB === 0 ? `${maxBytes / MiB} MiB` : `${maxBytes} bytes`
-    const detail =
-      size === undefined
-        ? `image is larger than ${limit}, the limit`
-        : `image is ${(size / 1_000_000).toFixed(1)} MB; the limit is ${limit}`
+    const detail = size === undefined ? `image is larger than ${limit}, the limit` : `image is ${(size / 1_000_000).toFixed(1)} MB; the limit is ${limit}`
     return new ProbeFailure('image-too-large', detail)
   }
 

@@ -44,7 +44,12 @@ export async function insertListings(tx: Tx, providerId: string, creates: readon
       listing_count: eb('listing_count', '+', n),
       event_count: eb('event_count', '+', n),
       // Every right-hand side reads the row as it was.
-      last_created_tick: eb.case().when('last_created_ms', '>=', nowMs).then(eb('last_created_tick', '+', n)).else(n - 1).end(),
+      last_created_tick: eb
+        .case()
+        .when('last_created_ms', '>=', nowMs)
+        .then(eb('last_created_tick', '+', n))
+        .else(n - 1)
+        .end(),
       last_created_ms: eb.case().when('last_created_ms', '>=', nowMs).then(eb.ref('last_created_ms')).else(nowMs).end(),
     }))
     .where('id', '=', providerId)
@@ -103,8 +108,7 @@ export class ListingCreates {
   readonly #batches: TrailingBatches<ListingCreate, StoredListing>
 
   constructor(db: Kysely<Tables>, { concurrent }: { concurrent: number }) {
-    const store = (providerId: string, creates: readonly ListingCreate[]) =>
-      db.transaction().execute((tx) => insertListings(tx, providerId, creates))
+    const store = (providerId: string, creates: readonly ListingCreate[]) => db.transaction().execute((tx) => insertListings(tx, providerId, creates))
     this.#batches = new TrailingBatches<ListingCreate, StoredListing>(
       async (creates, providerId) => {
         try {

@@ -49,10 +49,7 @@ export function stateFromRow({ items_record, ...row }: StateRow): ListingState {
 }
 
 /** A listing as its create stores it: the request's record, and what the writer decided (id, times). */
-export function newListingState(
-  record: ListingRecord,
-  stored: { id: string; createdAtMs: number; expiresAtUnix: number },
-): ListingState {
+export function newListingState(record: ListingRecord, stored: { id: string; createdAtMs: number; expiresAtUnix: number }): ListingState {
   return {
     ...record,
     id: stored.id,
@@ -90,10 +87,7 @@ export function statusOf({ withdrawn, expiresAtUnix, soldOut }: StatusFacts, now
  * sends its event.
  */
 export function effective(state: ListingState, nowMs: number): { status: ListingStatus; version: number; updatedAtMs: number } {
-  const status = statusOf(
-    { withdrawn: state.withdrawn_at_ms !== null, expiresAtUnix: state.expires_at_unix, soldOut: isSoldOut(state.items) },
-    nowMs,
-  )
+  const status = statusOf({ withdrawn: state.withdrawn_at_ms !== null, expiresAtUnix: state.expires_at_unix, soldOut: isSoldOut(state.items) }, nowMs)
   if (expiryUnrecorded(status, state.expiry_recorded === 1)) {
     return { status, version: state.version + 1, updatedAtMs: state.expires_at_unix * 1000 }
   }

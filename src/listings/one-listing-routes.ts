@@ -14,15 +14,7 @@ import { patchBodyProblems, patchListing, withdrawListing, type ChangeOutcome, t
 import { effective, type ListingState } from './listing-state.js'
 import { listingEtag, listingView } from './listing-view.js'
 import type { ListingRepository } from './repository.js'
-import {
-  exampleListingView,
-  IfMatchHeaders,
-  IfNoneMatchHeaders,
-  ListingIdParams,
-  ListingView,
-  PatchListingBody,
-  ReferenceIdParams,
-} from './schemas.js'
+import { exampleListingView, IfMatchHeaders, IfNoneMatchHeaders, ListingIdParams, ListingView, PatchListingBody, ReferenceIdParams } from './schemas.js'
 
 export interface OneListingRoutesOptions {
   listings: ListingRepository
@@ -70,8 +62,7 @@ function answer(reply: FastifyReply, outcome: ChangeOutcome, provider: Provider,
   }
 }
 
-const listingResponse = (description: string) =>
-  jsonResponse(description, ListingView, { listing: exampleListingView }, listingEtagHeader)
+const listingResponse = (description: string) => jsonResponse(description, ListingView, { listing: exampleListingView }, listingEtagHeader)
 
 /** docs/api.md#statuses-and-expiry: read one listing, change it, withdraw it. */
 export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions> = async (app, { listings, db, clock }) => {
@@ -213,5 +204,4 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
   )
 }
 
-const isEmptyObject = (value: unknown) =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0
+const isEmptyObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0

@@ -28,10 +28,7 @@ interface PageRow {
 
 export class ListingRepository {
   readonly #pageQuery: PreparedQuery<{ providerId: string; skip: number; skipPlusLimit: number }, PageRow>
-  readonly #referenceQuery: PreparedQuery<
-    { providerId: string; referenceId: string },
-    { id: string; expires_at_unix: number; request_hash: string }
-  >
+  readonly #referenceQuery: PreparedQuery<{ providerId: string; referenceId: string }, { id: string; expires_at_unix: number; request_hash: string }>
 
   readonly #byId: PreparedQuery<{ providerId: string; listingId: string }, StateRow>
   readonly #byReference: PreparedQuery<{ providerId: string; referenceId: string }, StateRow>
@@ -61,18 +58,10 @@ export class ListingRepository {
     )
     // The caller's own listings only: another provider's id is as unknown as one that does not exist.
     this.#byId = new PreparedQuery(database.kysely, (db, param) =>
-      db
-        .selectFrom('listings')
-        .select(STATE_COLUMN_NAMES)
-        .where('id', '=', param('listingId'))
-        .where('provider_id', '=', param('providerId')),
+      db.selectFrom('listings').select(STATE_COLUMN_NAMES).where('id', '=', param('listingId')).where('provider_id', '=', param('providerId')),
     )
     this.#byReference = new PreparedQuery(database.kysely, (db, param) =>
-      db
-        .selectFrom('listings')
-        .select(STATE_COLUMN_NAMES)
-        .where('reference_id', '=', param('referenceId'))
-        .where('provider_id', '=', param('providerId')),
+      db.selectFrom('listings').select(STATE_COLUMN_NAMES).where('reference_id', '=', param('referenceId')).where('provider_id', '=', param('providerId')),
     )
     this.#pageQuery = new PreparedQuery(database.kysely, (db, param) =>
       db
@@ -115,7 +104,6 @@ export class ListingRepository {
     const [row] = await this.#byReference.execute({ providerId, referenceId })
     return row && stateFromRow(row)
   }
-
 
   /**
    * One page, newest first, in one statement (one snapshot, one round trip). Sequence numbers are dense

@@ -59,9 +59,7 @@ export const ItemInput = Type.Object(
         'Unit price, 1 to 1,000,000,000, at most 3 decimal places; stored and returned exactly (19.99 stays ' +
         '19.99). `multipleOf` is meant decimally: validators that divide in floating point wrongly refuse 19.99.',
     }),
-    quantity: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Units offered, 1 to 1,000,000.' }),
-    ),
+    quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Units offered, 1 to 1,000,000.' })),
   },
   closed,
 )
@@ -183,9 +181,7 @@ export const ListListingsQuery = Type.Object(
         examples: [1],
       }),
     ),
-    limit: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'Listings per page, 1 to 50.', examples: [20] }),
-    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'Listings per page, 1 to 50.', examples: [20] })),
   },
   closed,
 )
@@ -338,7 +334,7 @@ export const exampleListingView: ListingView = {
     nameAr: item.displayName.ar,
     nameEn: item.displayName.en,
     price: item.price,
-    quantity: position === 0 ? 0 : item.quantity ?? 1,
+    quantity: position === 0 ? 0 : (item.quantity ?? 1),
     category: item.category as (typeof Categories)[number],
     subCategory: item.subCategory as (typeof SubCategories)[number],
     urlSafeName: item.urlSafeName,
@@ -415,9 +411,7 @@ export const PatchListingBody = Type.Object(
               maximum: 99,
               description: 'Which item: its index in the created order. Each position at most once per request.',
             }),
-            quantity: Type.Optional(
-              Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Units left, 0 to 1,000,000; 0 means none is left.' }),
-            ),
+            quantity: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Units left, 0 to 1,000,000; 0 means none is left.' })),
             price: Type.Optional(
               Type.Number({
                 minimum: 1,
@@ -435,10 +429,16 @@ export const PatchListingBody = Type.Object(
   },
   {
     ...closed,
-    description:
-      'At least one of `listingDetails.discountRate`, `items[].quantity`, `items[].price`. Values equal to the ' +
-      'current ones change nothing.',
-    examples: [{ listingDetails: { discountRate: 0.6 }, items: [{ position: 0, quantity: 0 }, { position: 1, price: 9.5 }] }],
+    description: 'At least one of `listingDetails.discountRate`, `items[].quantity`, `items[].price`. Values equal to the ' + 'current ones change nothing.',
+    examples: [
+      {
+        listingDetails: { discountRate: 0.6 },
+        items: [
+          { position: 0, quantity: 0 },
+          { position: 1, price: 9.5 },
+        ],
+      },
+    ],
   },
 )
 export type PatchListingInput = Static<typeof PatchListingBody>

@@ -36,7 +36,11 @@ export async function up(db: Kysely<any>): Promise<void> {
           quantity: Number(item.quantity),
           category: item.category,
         }))
-      await db.updateTable('listings').set({ items_json: JSON.stringify(own) }).where('id', '=', id).execute()
+      await db
+        .updateTable('listings')
+        .set({ items_json: JSON.stringify(own) })
+        .where('id', '=', id)
+        .execute()
     }
   }
 }

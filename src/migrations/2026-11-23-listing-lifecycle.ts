@@ -21,11 +21,23 @@ import type { DialectName } from '../db/connection.js'
  * they expired), without an event: the feed starts with what happens after the upgrade.
  */
 export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
-  await db.schema.alterTable('listings').addColumn('version', 'bigint', (c) => c.notNull().defaultTo(1)).execute()
-  await db.schema.alterTable('listings').addColumn('updated_at_ms', 'bigint', (c) => c.notNull().defaultTo(0)).execute()
+  await db.schema
+    .alterTable('listings')
+    .addColumn('version', 'bigint', (c) => c.notNull().defaultTo(1))
+    .execute()
+  await db.schema
+    .alterTable('listings')
+    .addColumn('updated_at_ms', 'bigint', (c) => c.notNull().defaultTo(0))
+    .execute()
   await db.schema.alterTable('listings').addColumn('withdrawn_at_ms', 'bigint').execute()
-  await db.schema.alterTable('listings').addColumn('sold_out', 'integer', (c) => c.notNull().defaultTo(0)).execute()
-  await db.schema.alterTable('listings').addColumn('expiry_recorded', 'integer', (c) => c.notNull().defaultTo(0)).execute()
+  await db.schema
+    .alterTable('listings')
+    .addColumn('sold_out', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute()
+  await db.schema
+    .alterTable('listings')
+    .addColumn('expiry_recorded', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute()
   await db.schema.alterTable('listings').addColumn('items_record', 'text').execute()
 
   await sql`update listings set updated_at_ms = created_at_ms`.execute(db)
@@ -60,7 +72,10 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
     .where(sql.ref('withdrawn_at_ms'), 'is', null)
     .execute()
 
-  await db.schema.alterTable('providers').addColumn('event_count', 'bigint', (c) => c.notNull().defaultTo(0)).execute()
+  await db.schema
+    .alterTable('providers')
+    .addColumn('event_count', 'bigint', (c) => c.notNull().defaultTo(0))
+    .execute()
 
   await db.schema
     .createTable('events')

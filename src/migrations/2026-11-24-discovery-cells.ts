@@ -36,7 +36,7 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
       : (json: string) => sql`update listings set cell = v.cell
           from (select e ->> 0 as id, (e ->> 1)::bigint as cell from jsonb_array_elements(cast(${json} as jsonb)) as e) as v
           where listings.id = v.id`
-  for (let after = '';;) {
+  for (let after = ''; ;) {
     const { rows } = await sql<{ id: string; latitude: number; longitude: number }>`
       select id, latitude, longitude from listings where id > ${after} order by id limit ${BATCH}`.execute(db)
     if (rows.length === 0) break

@@ -54,11 +54,15 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
     // and an index expression that raises fails the insert (discovery/spatial-index.ts says more).
     const lat = '(case when abs(latitude) < 1e-200 then 0 else latitude end)'
     const lon = '(case when abs(longitude) < 1e-200 then 0 else longitude end)'
-    await sql.raw(`create index listings_discovery on listings using gist ((cube(array[
+    await sql
+      .raw(
+        `create index listings_discovery on listings using gist ((cube(array[
       cos(radians(${lat})) * cos(radians(${lon})),
       cos(radians(${lat})) * sin(radians(${lon})),
       sin(radians(${lat})),
       (expires_at_unix - ${EXPIRY_EPOCH_UNIX})::float8 * ${EXPIRY_SCALE}::float8])))
-      where withdrawn_at_ms is null and sold_out = 0`).execute(db)
+      where withdrawn_at_ms is null and sold_out = 0`,
+      )
+      .execute(db)
   }
 }

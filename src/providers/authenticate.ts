@@ -51,8 +51,7 @@ function bearerToken(header: string): string | undefined {
   return token === '' ? undefined : token
 }
 
-const forbidden = (wanted: PrincipalKind, got: PrincipalKind) =>
-  new Problem('forbidden', `this route is for ${wanted}s; the token is a ${got}’s`)
+const forbidden = (wanted: PrincipalKind, got: PrincipalKind) => new Problem('forbidden', `this route is for ${wanted}s; the token is a ${got}’s`)
 
 /**
  * onRequest hook: runs before the body is read, so an unauthenticated request costs no parsing, validation

@@ -17,7 +17,10 @@ export class MarketplaceRepository {
     const { token, hash } = generateToken()
     const tokenId = prefixedId('tok', nowMs)
     await this.database.kysely.transaction().execute(async (trx) => {
-      await trx.insertInto('marketplaces').values({ ...marketplace, created_at_ms: nowMs }).execute()
+      await trx
+        .insertInto('marketplaces')
+        .values({ ...marketplace, created_at_ms: nowMs })
+        .execute()
       await trx
         .insertInto('marketplace_tokens')
         .values({ id: tokenId, marketplace_id: marketplace.id, token_hash: hash, created_at_ms: nowMs, revoked_at_ms: null })

@@ -30,10 +30,7 @@ export const DEFAULT_INDUSTRY = 'restaurant'
 async function insertToken(db: Kysely<Tables>, providerId: string, nowMs: number): Promise<IssuedToken> {
   const { token, hash } = generateToken()
   const id = prefixedId('tok', nowMs)
-  await db
-    .insertInto('tokens')
-    .values({ id, provider_id: providerId, token_hash: hash, created_at_ms: nowMs, revoked_at_ms: null })
-    .execute()
+  await db.insertInto('tokens').values({ id, provider_id: providerId, token_hash: hash, created_at_ms: nowMs, revoked_at_ms: null }).execute()
   return { id, providerId, token }
 }
 
@@ -44,10 +41,7 @@ export class ProviderRepository {
   async create(input: { name: string; industry?: string }, nowMs: number): Promise<Provider & { token: IssuedToken }> {
     const provider = { id: prefixedId('prv', nowMs), name: input.name, industry: input.industry ?? DEFAULT_INDUSTRY }
     const token = await this.database.kysely.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('providers')
-        .values({ id: provider.id, name: provider.name, industry: provider.industry, created_at_ms: nowMs })
-        .execute()
+      await trx.insertInto('providers').values({ id: provider.id, name: provider.name, industry: provider.industry, created_at_ms: nowMs }).execute()
       return insertToken(trx, provider.id, nowMs)
     })
     return { ...provider, token }
@@ -65,12 +59,7 @@ export class ProviderRepository {
         .columns(['id', 'name', 'industry', 'created_at_ms'])
         .expression(
           trx
-            .selectNoFrom((eb) => [
-              eb.val(id).as('id'),
-              eb.val('demo').as('name'),
-              eb.val(DEFAULT_INDUSTRY).as('industry'),
-              eb.val(nowMs).as('created_at_ms'),
-            ])
+            .selectNoFrom((eb) => [eb.val(id).as('id'), eb.val('demo').as('name'), eb.val(DEFAULT_INDUSTRY).as('industry'), eb.val(nowMs).as('created_at_ms')])
             .where((eb) => eb.not(eb.exists(eb.selectFrom('providers').select('id')))),
         )
         .executeTakeFirst()
@@ -95,11 +84,7 @@ export class ProviderRepository {
   }
 
   async exists(providerId: string): Promise<boolean> {
-    const row = await this.database.kysely
-      .selectFrom('providers')
-      .select('id')
-      .where('id', '=', providerId)
-      .executeTakeFirst()
+    const row = await this.database.kysely.selectFrom('providers').select('id').where('id', '=', providerId).executeTakeFirst()
     return row !== undefined
   }
 

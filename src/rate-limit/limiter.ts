@@ -133,8 +133,6 @@ export const addressKey = (request: FastifyRequest) => `ip:${request.ip}`
 /** The limiter the configuration asks for; none when the limit is 0, so no store is even built. */
 export function limiterFromSettings(settings: RateLimitSettings): RateLimiter | undefined {
   if (settings.limit === 0) return undefined
-  const store = settings.redisUrl
-    ? new RedisStore({ url: settings.redisUrl, windowMs: WINDOW_MS, keyPrefix: settings.keyPrefix })
-    : new MemoryStore(WINDOW_MS)
+  const store = settings.redisUrl ? new RedisStore({ url: settings.redisUrl, windowMs: WINDOW_MS, keyPrefix: settings.keyPrefix }) : new MemoryStore(WINDOW_MS)
   return rateLimiter({ limit: settings.limit, store, clock: settings.clock, keyOf: settings.keyOf, onStoreError: settings.onStoreError })
 }

@@ -51,7 +51,12 @@ export interface Claim {
 export function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Claim> {
   return db.transaction().execute(async (tx) => {
     const postgres = onPostgres(tx)
-    const passedOver = [...Object.entries(args.running).filter(([, n]) => n >= args.perEndpoint).map(([id]) => id), ...args.resting]
+    const passedOver = [
+      ...Object.entries(args.running)
+        .filter(([, n]) => n >= args.perEndpoint)
+        .map(([id]) => id),
+      ...args.resting,
+    ]
     // The endpoints with something due, one index probe each; those at their share or resting are not asked at
     // all. Asking the deliveries first, in due order, had to step over every delivery owed to such an endpoint.
     const endpoints = await tx
@@ -236,7 +241,12 @@ export function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfte
     const disabled: string[] = []
     for (const endpointId of [...latest.keys()].sort()) {
       if ((latest.get(endpointId) as AttemptRecord).succeeded) {
-        await tx.updateTable('webhook_endpoints').set({ failing_since_ms: null }).where('id', '=', endpointId).where('failing_since_ms', 'is not', null).execute()
+        await tx
+          .updateTable('webhook_endpoints')
+          .set({ failing_since_ms: null })
+          .where('id', '=', endpointId)
+          .where('failing_since_ms', 'is not', null)
+          .execute()
         continue
       }
       const endpoint = await tx

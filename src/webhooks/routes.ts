@@ -43,8 +43,7 @@ const notFound = () =>
     errors: [{ parameter: 'webhookId', detail: 'no webhook endpoint of yours has this id' }],
   })
 
-const endpointResponse = (description: string) =>
-  jsonResponse(description, WebhookEndpoint, { enabled: exampleEndpoint, disabled: exampleDisabledEndpoint })
+const endpointResponse = (description: string) => jsonResponse(description, WebhookEndpoint, { enabled: exampleEndpoint, disabled: exampleDisabledEndpoint })
 
 const PROBLEMS: ProblemType[] = ['invalid-request', 'not-found', 'internal', 'unavailable']
 
@@ -220,8 +219,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         tags: ['webhooks'],
         summary: 'The delivery log of a webhook endpoint',
         description:
-          'Newest first: each attempt made, and for each delivery still owed its next attempt (`pending`). Kept ' +
-          'EVENT_RETENTION_DAYS (30 by default).',
+          'Newest first: each attempt made, and for each delivery still owed its next attempt (`pending`). Kept ' + 'EVENT_RETENTION_DAYS (30 by default).',
         params: WebhookIdParams,
         querystring: defaultsFilled<DeliveriesParams>(DeliveriesQuery),
         response: { 200: jsonResponse('The log.', DeliveriesPage, { log: { data: exampleAttempts } }) },

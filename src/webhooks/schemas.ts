@@ -53,9 +53,7 @@ export type WebhookEndpoint = Static<typeof WebhookEndpoint>
 
 const Secret = Type.String({
   pattern: '^whsec_[A-Za-z0-9+/]+={0,2}$',
-  description:
-    'The signing secret, shown only here: `whsec_` and the base64 of 32 random bytes, as the Standard Webhooks ' +
-    'libraries take it.',
+  description: 'The signing secret, shown only here: `whsec_` and the base64 of 32 random bytes, as the Standard Webhooks ' + 'libraries take it.',
   examples: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3RkMvEgXyT0='],
 })
 
@@ -86,9 +84,7 @@ export const DeliveryAttempt = Type.Object(
     type: ref(EventType),
     attempt: Type.Integer({ minimum: 1, description: 'The attempt’s number for this event, from 1.' }),
     outcome: Type.Enum(['succeeded', 'failed', 'pending'], {
-      description:
-        '`succeeded` or `failed` for an attempt made; `pending` for the next attempt of a delivery still owed (`at` ' +
-        'is when it is due).',
+      description: '`succeeded` or `failed` for an attempt made; `pending` for the next attempt of a delivery still owed (`at` ' + 'is when it is due).',
     }),
     responseStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'The receiver’s status; null without an answer.' }),
     durationMs: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: 'Null for `pending`.' }),

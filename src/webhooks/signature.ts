@@ -17,6 +17,11 @@ export function generateSecret(): string {
 export function signatureHeader(secrets: readonly string[], id: string, timestampSeconds: number, body: string): string {
   const content = `${id}.${timestampSeconds}.${body}`
   return secrets
-    .map((secret) => `v1,${createHmac('sha256', Buffer.from(secret.slice(PREFIX.length), 'base64')).update(content).digest('base64')}`)
+    .map(
+      (secret) =>
+        `v1,${createHmac('sha256', Buffer.from(secret.slice(PREFIX.length), 'base64'))
+          .update(content)
+          .digest('base64')}`,
+    )
     .join(' ')
 }

@@ -98,7 +98,16 @@ export class DeliveryWorker {
   #claimSoon?: NodeJS.Timeout
 
   constructor(options: DeliveryWorkerOptions) {
-    this.#options = { maxInFlight: 128, perEndpoint: 32, pollMs: 250, random: Math.random, observer: NO_OBSERVER, busy: () => false, onClaim: () => {}, ...options }
+    this.#options = {
+      maxInFlight: 128,
+      perEndpoint: 32,
+      pollMs: 250,
+      random: Math.random,
+      observer: NO_OBSERVER,
+      busy: () => false,
+      onClaim: () => {},
+      ...options,
+    }
     const { logger, db, clock } = this.#options
     this.#periodic = new Periodic(
       () => this.#claimAndStart(),
@@ -173,10 +182,11 @@ export class DeliveryWorker {
         const left = (this.#running.get(endpointId) ?? 1) - 1
         if (left === 0) this.#running.delete(endpointId)
         else this.#running.set(endpointId, left)
-        if (this.#backlogged && !this.#stopping && !this.#options.busy()) this.#claimSoon ??= setTimeout(() => {
-          this.#claimSoon = undefined
-          this.#periodic.wake()
-        }, CLAIM_COALESCE_MS)
+        if (this.#backlogged && !this.#stopping && !this.#options.busy())
+          this.#claimSoon ??= setTimeout(() => {
+            this.#claimSoon = undefined
+            this.#periodic.wake()
+          }, CLAIM_COALESCE_MS)
       })
     this.#inFlight.add(attempt)
   }
@@ -205,7 +215,10 @@ export class DeliveryWorker {
     const attempt = delivery.attempts + 1
     const retryAtMs = nextAttemptAt(attempt, result.succeeded, clock(), retryDelaysMs, random())
     // No URL and no secret: the log says which delivery, and how it went.
-    logger.debug({ endpointId: delivery.endpoint_id, eventId: delivery.id, attempt, status: result.responseStatus, error: result.error, detail: result.logDetail }, 'webhook attempt')
+    logger.debug(
+      { endpointId: delivery.endpoint_id, eventId: delivery.id, attempt, status: result.responseStatus, error: result.error, detail: result.logDetail },
+      'webhook attempt',
+    )
     await this.#recorder.submit('outcomes', {
       deliveryId: delivery.delivery_id,
       endpointId: delivery.endpoint_id,

@@ -149,7 +149,9 @@ export function ListingScreen({ listingId }: { listingId: string }) {
 
   const entries = Object.entries(errors).map(([name, message]) => {
     const item = /^\/items\/(\d+)\/(\w+)$/.exec(name)
-    const label = item ? `${language === 'ar' ? listing.items[Number(item[1])]?.nameAr : listing.items[Number(item[1])]?.nameEn} · ${item[2] === 'price' ? t.price : t.quantity}` : t.discount
+    const label = item
+      ? `${language === 'ar' ? listing.items[Number(item[1])]?.nameAr : listing.items[Number(item[1])]?.nameEn} · ${item[2] === 'price' ? t.price : t.quantity}`
+      : t.discount
     return { name, label, message }
   })
 
@@ -224,7 +226,16 @@ export function ListingScreen({ listingId }: { listingId: string }) {
           </dl>
           {open && (
             <div class="narrow">
-              <Field name={DISCOUNT} label={t.discount} value={values[DISCOUNT] ?? ''} hint={t.discountHint} dir="ltr" inputMode="decimal" error={errors[DISCOUNT]} onValue={(v) => setValues({ ...values, [DISCOUNT]: v })} />
+              <Field
+                name={DISCOUNT}
+                label={t.discount}
+                value={values[DISCOUNT] ?? ''}
+                hint={t.discountHint}
+                dir="ltr"
+                inputMode="decimal"
+                error={errors[DISCOUNT]}
+                onValue={(v) => setValues({ ...values, [DISCOUNT]: v })}
+              />
             </div>
           )}
         </div>
@@ -241,8 +252,24 @@ export function ListingScreen({ listingId }: { listingId: string }) {
                 </h3>
                 {open ? (
                   <div class="grid">
-                    <Field name={quantity} label={t.quantity} value={values[quantity] ?? ''} dir="ltr" inputMode="numeric" error={errors[quantity]} onValue={(v) => setValues({ ...values, [quantity]: v })} />
-                    <Field name={price} label={t.price} value={values[price] ?? ''} dir="ltr" inputMode="decimal" error={errors[price]} onValue={(v) => setValues({ ...values, [price]: v })} />
+                    <Field
+                      name={quantity}
+                      label={t.quantity}
+                      value={values[quantity] ?? ''}
+                      dir="ltr"
+                      inputMode="numeric"
+                      error={errors[quantity]}
+                      onValue={(v) => setValues({ ...values, [quantity]: v })}
+                    />
+                    <Field
+                      name={price}
+                      label={t.price}
+                      value={values[price] ?? ''}
+                      dir="ltr"
+                      inputMode="decimal"
+                      error={errors[price]}
+                      onValue={(v) => setValues({ ...values, [price]: v })}
+                    />
                     {Number(values[quantity]) > 0 && (
                       <div class="field">
                         <button type="button" onClick={() => setValues({ ...values, [quantity]: '0' })}>
@@ -271,7 +298,13 @@ export function ListingScreen({ listingId }: { listingId: string }) {
           </div>
         )}
       </form>
-      <ConfirmDialog open={confirming} question={t.withdrawQuestion} confirm={t.withdrawListing} onConfirm={() => void withdraw()} onCancel={() => setConfirming(false)} />
+      <ConfirmDialog
+        open={confirming}
+        question={t.withdrawQuestion}
+        confirm={t.withdrawListing}
+        onConfirm={() => void withdraw()}
+        onCancel={() => setConfirming(false)}
+      />
       <p>
         <Link href="/console">{t.back}</Link>
       </p>

@@ -236,9 +236,32 @@ export function NewListing() {
       )}
       <form noValidate onSubmit={(event) => void submit(event)} class="listing-form">
         <div class="card grid">
-          <Field name="/referenceId" label={t.reference} value={draft.referenceId} dir="ltr" error={err('/referenceId')} onValue={(v) => set({ referenceId: v })} />
-          <Field name="/location/latitude" label={t.latitude} value={draft.latitude} dir="ltr" inputMode="decimal" error={err('/location/latitude')} onValue={(v) => set({ latitude: v })} />
-          <Field name="/location/longitude" label={t.longitude} value={draft.longitude} dir="ltr" inputMode="decimal" error={err('/location/longitude')} onValue={(v) => set({ longitude: v })} />
+          <Field
+            name="/referenceId"
+            label={t.reference}
+            value={draft.referenceId}
+            dir="ltr"
+            error={err('/referenceId')}
+            onValue={(v) => set({ referenceId: v })}
+          />
+          <Field
+            name="/location/latitude"
+            label={t.latitude}
+            value={draft.latitude}
+            dir="ltr"
+            inputMode="decimal"
+            error={err('/location/latitude')}
+            onValue={(v) => set({ latitude: v })}
+          />
+          <Field
+            name="/location/longitude"
+            label={t.longitude}
+            value={draft.longitude}
+            dir="ltr"
+            inputMode="decimal"
+            error={err('/location/longitude')}
+            onValue={(v) => set({ longitude: v })}
+          />
           <div class="field">
             <button
               type="button"
@@ -257,9 +280,20 @@ export function NewListing() {
             >
               {t.useMyLocation}
             </button>
-            {locationNote && <p class="hint" role="status">{t.locationUnavailable}</p>}
+            {locationNote && (
+              <p class="hint" role="status">
+                {t.locationUnavailable}
+              </p>
+            )}
           </div>
-          <Field name="/brand/displayName/ar" label={t.brandNameAr} value={draft.brandAr} dir="rtl" error={err('/brand/displayName/ar')} onValue={(v) => set({ brandAr: v })} />
+          <Field
+            name="/brand/displayName/ar"
+            label={t.brandNameAr}
+            value={draft.brandAr}
+            dir="rtl"
+            error={err('/brand/displayName/ar')}
+            onValue={(v) => set({ brandAr: v })}
+          />
           <Field
             name="/brand/displayName/en"
             label={t.brandNameEn}
@@ -268,8 +302,24 @@ export function NewListing() {
             error={err('/brand/displayName/en')}
             onValue={(v) => set(draft.brandWebNameTyped ? { brandEn: v } : { brandEn: v, brandWebName: webNameOf(v) })}
           />
-          <Field name="/brand/urlSafeName" label={t.brandWebName} value={draft.brandWebName} dir="ltr" error={err('/brand/urlSafeName')} onValue={(v) => set({ brandWebName: v, brandWebNameTyped: true })} />
-          <Field name="/brand/imageUrl" label={t.brandImageUrl} value={draft.brandImageUrl} type="url" dir="ltr" inputMode="url" error={err('/brand/imageUrl')} onValue={(v) => set({ brandImageUrl: v })} />
+          <Field
+            name="/brand/urlSafeName"
+            label={t.brandWebName}
+            value={draft.brandWebName}
+            dir="ltr"
+            error={err('/brand/urlSafeName')}
+            onValue={(v) => set({ brandWebName: v, brandWebNameTyped: true })}
+          />
+          <Field
+            name="/brand/imageUrl"
+            label={t.brandImageUrl}
+            value={draft.brandImageUrl}
+            type="url"
+            dir="ltr"
+            inputMode="url"
+            error={err('/brand/imageUrl')}
+            onValue={(v) => set({ brandImageUrl: v })}
+          />
           <Field
             name="/listingDetails/discountRate"
             label={t.discount}
@@ -305,7 +355,14 @@ export function NewListing() {
           return (
             <fieldset class="card item grid" key={item.key}>
               <legend>{t.item(index + 1)}</legend>
-              <Field name={at('displayName/ar')} label={t.nameAr} value={item.nameAr} dir="rtl" error={err(at('displayName/ar'))} onValue={(v) => setItem(index, { nameAr: v })} />
+              <Field
+                name={at('displayName/ar')}
+                label={t.nameAr}
+                value={item.nameAr}
+                dir="rtl"
+                error={err(at('displayName/ar'))}
+                onValue={(v) => setItem(index, { nameAr: v })}
+              />
               <Field
                 name={at('displayName/en')}
                 label={t.nameEn}
@@ -314,7 +371,14 @@ export function NewListing() {
                 error={err(at('displayName/en'))}
                 onValue={(v) => setItem(index, item.webNameTyped ? { nameEn: v } : { nameEn: v, webName: webNameOf(v) })}
               />
-              <Field name={at('urlSafeName')} label={t.webName} value={item.webName} dir="ltr" error={err(at('urlSafeName'))} onValue={(v) => setItem(index, { webName: v, webNameTyped: true })} />
+              <Field
+                name={at('urlSafeName')}
+                label={t.webName}
+                value={item.webName}
+                dir="ltr"
+                error={err(at('urlSafeName'))}
+                onValue={(v) => setItem(index, { webName: v, webNameTyped: true })}
+              />
               <Select
                 name={at('category')}
                 label={t.category}
@@ -331,8 +395,24 @@ export function NewListing() {
                 error={err(at('subCategory'))}
                 onValue={(v) => setItem(index, { subCategory: v })}
               />
-              <Field name={at('price')} label={t.price} value={item.price} dir="ltr" inputMode="decimal" error={err(at('price'))} onValue={(v) => setItem(index, { price: v })} />
-              <Field name={at('quantity')} label={t.quantity} value={item.quantity} dir="ltr" inputMode="numeric" error={err(at('quantity'))} onValue={(v) => setItem(index, { quantity: v })} />
+              <Field
+                name={at('price')}
+                label={t.price}
+                value={item.price}
+                dir="ltr"
+                inputMode="decimal"
+                error={err(at('price'))}
+                onValue={(v) => setItem(index, { price: v })}
+              />
+              <Field
+                name={at('quantity')}
+                label={t.quantity}
+                value={item.quantity}
+                dir="ltr"
+                inputMode="numeric"
+                error={err(at('quantity'))}
+                onValue={(v) => setItem(index, { quantity: v })}
+              />
               <Field
                 name={at('imageUrl')}
                 label={`${t.imageUrl} ${t.optional}`}

@@ -199,7 +199,11 @@ export function Webhooks() {
                     {t.enable}
                   </button>
                 )}
-                <button type="button" aria-expanded={open === webhook.id ? 'true' : 'false'} onClick={() => setOpen(open === webhook.id ? undefined : webhook.id)}>
+                <button
+                  type="button"
+                  aria-expanded={open === webhook.id ? 'true' : 'false'}
+                  onClick={() => setOpen(open === webhook.id ? undefined : webhook.id)}
+                >
                   {t.deliveries}
                 </button>
                 <button type="button" class="danger" onClick={() => setDeleting(webhook)}>
@@ -211,7 +215,13 @@ export function Webhooks() {
           ))}
         </ul>
       )}
-      <ConfirmDialog open={deleting !== undefined} question={t.deleteQuestion(deleting?.url ?? '')} confirm={t.deleteWebhook} onConfirm={() => void remove()} onCancel={() => setDeleting(undefined)} />
+      <ConfirmDialog
+        open={deleting !== undefined}
+        question={t.deleteQuestion(deleting?.url ?? '')}
+        confirm={t.deleteWebhook}
+        onConfirm={() => void remove()}
+        onCancel={() => setDeleting(undefined)}
+      />
     </section>
   )
 }
