@@ -198,7 +198,8 @@ describe('drain', { concurrency: true }, () => {
           const signalledAt = Date.now()
           await server.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('draining'))
 
-          assert.equal(await refusal(server.port), 'ECONNREFUSED', 'no new connection during the drain')
+          // Refused, or reset: a connection the kernel queued just before the listener closed is reset, not served.
+          assert.match(await refusal(server.port), /^ECONN(REFUSED|RESET)$/, 'no new connection during the drain')
           assertUnavailable(await readyz.finish(), 'GET /readyz during the drain')
           assertUnavailable(await list.finish(), 'GET /api/v1/listing during the drain')
           const alive = await healthz.finish()
