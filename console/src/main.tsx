@@ -96,12 +96,11 @@ function App() {
           {session.state === 'in' && (
             <button
               type="button"
-              onClick={() =>
-                void signOut().then(() => {
-                  setSession({ state: 'out' })
-                  navigate('/console')
-                })
-              }
+              onClick={async () => {
+                await signOut()
+                setSession({ state: 'out' })
+                navigate('/console')
+              }}
             >
               {t.signOut}
             </button>

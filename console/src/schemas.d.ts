@@ -1,5 +1,6 @@
 // The service's request schemas, put in the bundle by console/build.ts from src/ (see validate.ts).
 declare module 'schema:*' {
-  const schema: import('./validate').Schema
+  import type { Schema } from './validate'
+  const schema: Schema
   export default schema
 }

@@ -92,10 +92,8 @@ export function ListingScreen({ listingId }: { listingId: string }) {
   const ifMatch = { 'if-match': `"${version}"` }
 
   const refused = (problem: Problem | undefined, fieldOf: Record<string, string> = {}) => {
-    if (problem?.status === 412 || problem?.type === '/problems/listing-closed') {
-      setNotice(problem.status === 412 ? 'stale' : 'closed')
-      return
-    }
+    if (problem?.status === 412) return setNotice('stale')
+    if (problem?.type === '/problems/listing-closed') return setNotice('closed')
     const found: Record<string, string> = {}
     for (const detail of problem?.errors ?? []) {
       const field = detail.pointer === undefined ? undefined : fieldOf[detail.pointer]
@@ -111,8 +109,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
     const { body, fieldOf } = patchOf(listing, values)
     if (Object.keys(body).length === 0) {
       setErrors({})
-      setNotice('nothing')
-      return
+      return setNotice('nothing')
     }
     const issues = validate(patchSchema, body)
     if (issues.length > 0) {
@@ -121,8 +118,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
         const field = fieldOf[issue.pointer]
         if (field) found[field] ??= field === DISCOUNT ? t.v_discount : issueMessage(t, issue)
       }
-      setErrors(found)
-      return
+      return setErrors(found)
     }
     setBusy(true)
     const { data, error, response } = await api.PATCH('/api/v1/listing/{listingId}', {
@@ -133,7 +129,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
     if (data) {
       take(data, response)
       setNotice('saved')
-    } else refused(error, fieldOf)
+    } else refused(error as Problem, fieldOf)
   }
 
   const withdraw = async () => {
@@ -144,7 +140,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
     if (data) {
       take(data, response)
       setNotice(undefined)
-    } else refused(error)
+    } else refused(error as Problem)
   }
 
   const entries = Object.entries(errors).map(([name, message]) => {
@@ -201,7 +197,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
       )}
       {entries.length > 0 && <ErrorSummary title={t.fixErrors(entries.length)} entries={entries} />}
 
-      <form noValidate onSubmit={(event) => void save(event)}>
+      <form noValidate onSubmit={save}>
         <div class="card">
           <h2>{t.details}</h2>
           <dl class="details">
@@ -298,13 +294,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
           </div>
         )}
       </form>
-      <ConfirmDialog
-        open={confirming}
-        question={t.withdrawQuestion}
-        confirm={t.withdrawListing}
-        onConfirm={() => void withdraw()}
-        onCancel={() => setConfirming(false)}
-      />
+      <ConfirmDialog open={confirming} question={t.withdrawQuestion} confirm={t.withdrawListing} onConfirm={withdraw} onCancel={() => setConfirming(false)} />
       <p>
         <Link href="/console">{t.back}</Link>
       </p>

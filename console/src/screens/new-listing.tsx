@@ -95,8 +95,7 @@ function labelOf(t: Messages, pointer: string): string {
     '/listingDetails/isAssignedToDriver': t.deliveredByDriver,
     '/items': t.items,
   }
-  const named = top[pointer]
-  if (named) return named
+  if (top[pointer]) return top[pointer] as string
   const item = /^\/items\/(\d+)\/(.+)$/.exec(pointer)
   if (item) {
     const fields: Record<string, string> = {
@@ -151,10 +150,8 @@ export function NewListing() {
     void (async () => {
       const { data: page } = await api.GET('/api/v1/listing', { params: { query: { page: 1, limit: 1 } } })
       const latest = page?.content[0]
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the effect's cleanup clears `live` during the await.
       if (!latest || !live) return
       const { data: listing } = await api.GET('/api/v1/listing/{listingId}', { params: { path: { listingId: latest.id } } })
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the effect's cleanup clears `live` during the await.
       if (!listing || !live) return
       setDraft((d) => ({
         ...d,
@@ -234,7 +231,7 @@ export function NewListing() {
           }
         />
       )}
-      <form noValidate onSubmit={(event) => void submit(event)} class="listing-form">
+      <form noValidate onSubmit={submit} class="listing-form">
         <div class="card grid">
           <Field
             name="/referenceId"
@@ -267,11 +264,7 @@ export function NewListing() {
               type="button"
               onClick={() => {
                 setLocationNote(false)
-                // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- absent in some browsers and settings.
-                if (!navigator.geolocation) {
-                  setLocationNote(true)
-                  return
-                }
+                if (!navigator.geolocation) return setLocationNote(true)
                 navigator.geolocation.getCurrentPosition(
                   (position) => set({ latitude: String(position.coords.latitude), longitude: String(position.coords.longitude) }),
                   () => setLocationNote(true),
@@ -344,7 +337,7 @@ export function NewListing() {
               name="/listingDetails/isAssignedToDriver"
               type="checkbox"
               checked={draft.driver}
-              onChange={(event) => set({ driver: event.currentTarget.checked })}
+              onChange={(event) => set({ driver: (event.currentTarget as HTMLInputElement).checked })}
             />
             <label for={fieldId('/listingDetails/isAssignedToDriver')}>{t.deliveredByDriver}</label>
           </div>

@@ -10,7 +10,7 @@ type EventTypeName = (typeof EVENT_TYPES)[number]
 const eventKey = (type: string) => `event_${type.replace('.', '_')}` as 'event_listing_created'
 
 /** A secret shown once (create, rotation), with a copy button. */
-function SecretOnce({ secret, onDone }: { secret: string; onDone: () => void }) {
+function SecretOnce({ secret, onDone }: { secret: string; onDone(): void }) {
   const { t } = useLocale()
   const [copied, setCopied] = useState(false)
   return (
@@ -25,8 +25,7 @@ function SecretOnce({ secret, onDone }: { secret: string; onDone: () => void }) 
         <button
           type="button"
           onClick={() =>
-            // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- absent outside secure contexts (plain http).
-            void navigator.clipboard?.writeText(secret).then(
+            navigator.clipboard?.writeText(secret).then(
               () => setCopied(true),
               () => setCopied(false),
             )
@@ -151,7 +150,7 @@ export function Webhooks() {
         </p>
       )}
       {secret && <SecretOnce secret={secret} onDone={() => setSecret(undefined)} />}
-      <form noValidate onSubmit={(event) => void add(event)} class="card">
+      <form noValidate onSubmit={add} class="card">
         <Field name="/url" label={t.webhookUrl} value={url} type="url" dir="ltr" inputMode="url" error={urlError} onValue={setUrl} />
         <fieldset class="checks">
           <legend>{t.eventTypes}</legend>
@@ -163,7 +162,7 @@ export function Webhooks() {
                 value={type}
                 checked={types.includes(type)}
                 onChange={(event) => {
-                  const on = event.currentTarget.checked
+                  const on = (event.currentTarget as HTMLInputElement).checked
                   setTypes(on ? EVENT_TYPES.filter((x) => x === type || types.includes(x)) : types.filter((x) => x !== type))
                 }}
               />
