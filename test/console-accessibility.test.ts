@@ -179,6 +179,10 @@ if (browserAvailable()) {
       // "Remove item 1" is disabled while there is one item, so the next stop is "Add item".
       await tabTo('Add item')
       await page.keyboard.press('Enter')
+      // The new item is rendered, then focused: wait for that (bounded) rather than look at once.
+      await page
+        .waitForFunction(() => document.activeElement?.getAttribute('name') === '/items/1/displayName/ar', undefined, { timeout: 5000 })
+        .catch(() => undefined)
       assert.equal((await focused()).name, '/items/1/displayName/ar', 'a new item takes the focus')
       await page.keyboard.type('كعك')
       await typeInto('/items/1/displayName/en', 'Cake')
