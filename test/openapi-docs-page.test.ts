@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
-import { startService, type TestService } from './helper.js'
-import { fetchDocument, type Document } from './openapi-support.js'
+import { describe, test } from 'node:test'
+import { documentedService } from './openapi-support.js'
 
 // GET /openapi.json (docs/api.md): GET /docs serves everything it needs itself, and shows the document /openapi.json serves. The machinery is in openapi-support.ts.
 
 describe('GET /docs', () => {
-  const service = {} as TestService
-  let document: Document
-
-  before(async () => {
-    Object.assign(service, await startService('sqlite'))
-    document = await fetchDocument(service)
-  })
-  after(async () => {
-    await service.close()
-  })
+  const setup = documentedService()
+  const { service } = setup
 
   test('GET /docs is an HTML page whose assets all come from the service', async () => {
     const page = await service.request('GET', '/docs')
@@ -36,6 +27,6 @@ describe('GET /docs', () => {
     // The page loads the document from beside itself: the same one /openapi.json serves.
     const initializer = await service.request('GET', '/docs/static/swagger-initializer.js')
     assert.match(initializer.text, /resolveUrl\('\.\/json'\)/)
-    assert.deepEqual((await service.request('GET', '/docs/json')).body, document)
+    assert.deepEqual((await service.request('GET', '/docs/json')).body, setup.document)
   })
 })

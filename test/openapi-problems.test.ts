@@ -1,28 +1,19 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { dereference } from '@readme/openapi-parser'
 import { type ProblemType, problemTypes } from '../src/errors.js'
 import { assertProblem } from './http-support.js'
-import { startService, type TestService } from './helper.js'
-import { Provocation, assertMatches, fetchDocument, operationsOf, provocations, provoke, type Document } from './openapi-support.js'
+import { Provocation, assertMatches, documentedService, operationsOf, provocations, provoke } from './openapi-support.js'
 
 // GET /openapi.json (docs/api.md): every error a route answers with is documented for it, and nothing else is. The machinery is in openapi-support.ts.
 
 describe('GET /openapi.json: problems', () => {
-  const service = {} as TestService
-  let document: Document
-
-  before(async () => {
-    Object.assign(service, await startService('sqlite'))
-    document = await fetchDocument(service)
-  })
-  after(async () => {
-    await service.close()
-  })
+  const setup = documentedService()
+  const { service } = setup
 
   test('documents, for each route, exactly the error statuses it answers with, each as a Problem', async () => {
     assert.deepEqual(Object.keys(provocations).sort(), Object.keys(problemTypes).sort())
-    const { components } = await dereference(structuredClone(document))
+    const { components } = await dereference(structuredClone(setup.document))
     const provoked = new Set<string>()
     for (const [type, list] of Object.entries(provocations) as Array<[ProblemType, Provocation[]]>) {
       const { status } = problemTypes[type]
@@ -34,7 +25,7 @@ describe('GET /openapi.json: problems', () => {
       }
     }
     const documented = new Set<string>()
-    for (const [route, operation] of operationsOf(document)) {
+    for (const [route, operation] of operationsOf(setup.document)) {
       for (const [status, response] of Object.entries<any>(operation.responses)) {
         const problem = response.content?.['application/problem+json']
         if (Number(status) < 400) {

@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
-import { startService, type TestService } from './helper.js'
-import { CREATE, LIST, fetchDocument, operationsOf, registeredRoutes, type Document } from './openapi-support.js'
+import { describe, test } from 'node:test'
+import { CREATE, LIST, documentedService, operationsOf, registeredRoutes } from './openapi-support.js'
 
 // GET /openapi.json (docs/api.md): every route is in the document, with the security it has. The machinery is in openapi-support.ts.
 
 describe('GET /openapi.json: routes', () => {
-  const service = {} as TestService
-  let document: Document
-
-  before(async () => {
-    Object.assign(service, await startService('sqlite'))
-    document = await fetchDocument(service)
-  })
-  after(async () => {
-    await service.close()
-  })
+  const setup = documentedService()
+  const { service } = setup
 
   test('describes every route but its own, /api/v1 ones with the bearer scheme; /openapi.json and /docs need no token', async () => {
     const documentation = / \/(openapi\.json|docs)(\/|$)/
@@ -24,9 +15,9 @@ describe('GET /openapi.json: routes', () => {
     const routes = registeredRoutes(service.app).filter((route) => !route.startsWith('HEAD ') && !documentation.test(route) && !consoleRoutes.test(route))
     // The route tree was read: the two API routes are among what it lists.
     assert.ok(routes.includes(CREATE) && routes.includes(LIST), routes.join('\n'))
-    const scheme = document.components.securitySchemes.bearerAuth
+    const scheme = setup.document.components.securitySchemes.bearerAuth
     assert.deepEqual({ type: scheme.type, scheme: scheme.scheme }, { type: 'http', scheme: 'bearer' })
-    const documented = new Map(operationsOf(document))
+    const documented = new Map(operationsOf(setup.document))
     for (const route of routes) {
       const operation = documented.get(route)
       assert.ok(operation, `${route} is not in the document`)

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { after, before } from 'node:test'
 import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
@@ -90,6 +91,20 @@ export function registeredRoutes(app: FastifyInstance): string[] {
     }
   }
   return routes
+}
+
+/**
+ * One file's service (SQLite) and the document it serves: started before the file's tests, closed after them.
+ * `document` is filled in before the first test runs.
+ */
+export function documentedService(): { service: TestService; document: Document } {
+  const setup: { service: TestService; document: Document } = { service: {} as TestService, document: undefined }
+  before(async () => {
+    Object.assign(setup.service, await startService('sqlite'))
+    setup.document = await fetchDocument(setup.service)
+  })
+  after(() => setup.service.close())
+  return setup
 }
 
 export async function fetchDocument(service: TestService): Promise<Document> {

@@ -4,32 +4,22 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { compileErrors, validate } from '@readme/openapi-parser'
-import { startService, type TestService } from './helper.js'
-import { fetchDocument, operationsOf, type Document } from './openapi-support.js'
+import { documentedService, operationsOf } from './openapi-support.js'
 
 // GET /openapi.json (docs/api.md): the document is valid OpenAPI 3.1: an OpenAPI parser and Redocly's recommended rules find no error. The machinery is in openapi-support.ts.
 
 describe('GET /openapi.json: valid', () => {
-  const service = {} as TestService
-  let document: Document
-
-  before(async () => {
-    Object.assign(service, await startService('sqlite'))
-    document = await fetchDocument(service)
-  })
-  after(async () => {
-    await service.close()
-  })
+  const setup = documentedService()
 
   test('is OpenAPI 3.1 that an OpenAPI parser validates, with info, servers, summaries and descriptions', async () => {
-    assert.equal(document.openapi, '3.1.0')
-    const result = await validate(structuredClone(document))
+    assert.equal(setup.document.openapi, '3.1.0')
+    const result = await validate(structuredClone(setup.document))
     assert.ok(result.valid, compileErrors(result))
-    assert.ok(document.info.description.length > 0)
-    assert.ok(document.servers.length > 0)
-    for (const [route, operation] of operationsOf(document)) {
+    assert.ok(setup.document.info.description.length > 0)
+    assert.ok(setup.document.servers.length > 0)
+    for (const [route, operation] of operationsOf(setup.document)) {
       assert.ok(operation.summary, `${route} has no summary`)
       assert.ok(operation.description, `${route} has no description`)
       assert.ok(operation.operationId, `${route} has no operationId`)
@@ -40,7 +30,7 @@ describe('GET /openapi.json: valid', () => {
     const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'))
     try {
       const file = join(dir, 'openapi.json')
-      writeFileSync(file, JSON.stringify(document, null, 2))
+      writeFileSync(file, JSON.stringify(setup.document, null, 2))
       // Offline and quiet: no usage telemetry, no update check.
       const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }
       const args = ['--no-install', 'redocly', 'lint', file, '--extends', 'recommended', '--format', 'json']

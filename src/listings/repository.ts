@@ -26,6 +26,13 @@ interface PageRow {
   items_record: string | null
 }
 
+/** A page asked for: the provider, how many listings come before it, and how many it holds. */
+interface PageRequest {
+  providerId: string
+  skip: number
+  limit: number
+}
+
 export class ListingRepository {
   readonly #pageQuery: PreparedQuery<{ providerId: string; skip: number; skipPlusLimit: number }, PageRow>
   readonly #referenceQuery: PreparedQuery<{ providerId: string; referenceId: string }, { id: string; expires_at_unix: number; request_hash: string }>
@@ -40,12 +47,12 @@ export class ListingRepository {
    * answer, and requests that share a query are the same request, so they cannot differ in fate. On SQLite a
    * query runs to its end synchronously: there is nothing in flight to share.
    */
-  readonly #samePage?: TrailingBatches<{ providerId: string; skip: number; limit: number }, ListingsPageData>
+  readonly #samePage?: TrailingBatches<PageRequest, ListingsPageData>
 
   constructor(database: Database) {
     if (database.dialect === 'postgres') {
       this.#samePage = new TrailingBatches(async (requests) => {
-        const page = await this.#readPage(requests[0] as { providerId: string; skip: number; limit: number })
+        const page = await this.#readPage(requests[0] as PageRequest)
         return requests.map(() => ({ ok: true, value: page }))
       })
     }
@@ -116,7 +123,7 @@ export class ListingRepository {
     return this.#samePage ? this.#samePage.submit(`${providerId} ${skip} ${limit}`, { providerId, skip, limit }) : this.#readPage({ providerId, skip, limit })
   }
 
-  async #readPage({ providerId, skip, limit }: { providerId: string; skip: number; limit: number }): Promise<ListingsPageData> {
+  async #readPage({ providerId, skip, limit }: PageRequest): Promise<ListingsPageData> {
     const rows = await this.#pageQuery.execute({ providerId, skip, skipPlusLimit: skip + limit })
     const recordCount = rows[0]?.listing_count ?? 0
     const listings: PageListing[] = []
