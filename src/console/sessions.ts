@@ -53,7 +53,7 @@ export class ConsoleSessions {
     if (!SECRET_SHAPE.test(code)) return undefined
     const codeHash = sha256(code)
     // One conditional update: of two uses at once, on any instances, exactly one changes the row.
-    const spent = await this.database.kysely
+    const spent = await this.database.writer
       .updateTable('console_links')
       .set({ used_at_ms: nowMs })
       .where('code_hash', '=', codeHash)
@@ -72,7 +72,7 @@ export class ConsoleSessions {
 
   private async open(provider: Provider, tokenId: string | null, nowMs: number): Promise<SignedIn> {
     const { secret, hash } = newSecret()
-    await this.database.kysely
+    await this.database.writer
       .insertInto('console_sessions')
       .values({ id_hash: hash, provider_id: provider.id, token_id: tokenId, created_at_ms: nowMs, last_seen_ms: nowMs })
       .execute()
@@ -104,21 +104,21 @@ export class ConsoleSessions {
       .executeTakeFirst()
     if (!row) return undefined
     if (nowMs - row.last_seen_ms >= TOUCH_AFTER_MS) {
-      await this.database.kysely.updateTable('console_sessions').set({ last_seen_ms: nowMs }).where('id_hash', '=', idHash).execute()
+      await this.database.writer.updateTable('console_sessions').set({ last_seen_ms: nowMs }).where('id_hash', '=', idHash).execute()
     }
     return { id: row.id, name: row.name, industry: row.industry }
   }
 
   async signOut(sessionId: string): Promise<void> {
     if (!SECRET_SHAPE.test(sessionId)) return
-    await this.database.kysely.deleteFrom('console_sessions').where('id_hash', '=', sha256(sessionId)).execute()
+    await this.database.writer.deleteFrom('console_sessions').where('id_hash', '=', sha256(sessionId)).execute()
   }
 
   /** A one-time sign-in link's code for a provider (the CLI's `console-link`); stored only as its hash. */
   async createLink(providerId: string, nowMs: number): Promise<{ code: string; expiresAtMs: number }> {
     const { secret, hash } = newSecret()
     const expiresAtMs = nowMs + LINK_LIFETIME_MS
-    await this.database.kysely
+    await this.database.writer
       .insertInto('console_links')
       .values({ code_hash: hash, provider_id: providerId, created_at_ms: nowMs, expires_at_ms: expiresAtMs, used_at_ms: null })
       .execute()
@@ -126,10 +126,10 @@ export class ConsoleSessions {
   }
 
   private async removeStale(nowMs: number): Promise<void> {
-    await this.database.kysely
+    await this.database.writer
       .deleteFrom('console_sessions')
       .where('last_seen_ms', '<=', nowMs - SESSION_IDLE_MS)
       .execute()
-    await this.database.kysely.deleteFrom('console_links').where('expires_at_ms', '<=', nowMs).execute()
+    await this.database.writer.deleteFrom('console_links').where('expires_at_ms', '<=', nowMs).execute()
   }
 }

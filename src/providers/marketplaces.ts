@@ -16,7 +16,7 @@ export class MarketplaceRepository {
     const marketplace = { id: prefixedId('mkt', nowMs), name }
     const { token, hash } = generateToken()
     const tokenId = prefixedId('tok', nowMs)
-    await this.database.kysely.transaction().execute(async (trx) => {
+    await this.database.writer.transaction().execute(async (trx) => {
       await trx
         .insertInto('marketplaces')
         .values({ ...marketplace, created_at_ms: nowMs })

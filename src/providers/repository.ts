@@ -40,7 +40,7 @@ export class ProviderRepository {
   /** A provider with its first token, in one transaction. */
   async create(input: { name: string; industry?: string }, nowMs: number): Promise<Provider & { token: IssuedToken }> {
     const provider = { id: prefixedId('prv', nowMs), name: input.name, industry: input.industry ?? DEFAULT_INDUSTRY }
-    const token = await this.database.kysely.transaction().execute(async (trx) => {
+    const token = await this.database.writer.transaction().execute(async (trx) => {
       await trx.insertInto('providers').values({ id: provider.id, name: provider.name, industry: provider.industry, created_at_ms: nowMs }).execute()
       return insertToken(trx, provider.id, nowMs)
     })
@@ -52,7 +52,7 @@ export class ProviderRepository {
    * instances starting together cannot both do it. Returns the token only to the one that created it.
    */
   async createDemoIfNone(nowMs: number): Promise<IssuedToken | undefined> {
-    return this.database.kysely.transaction().execute(async (trx) => {
+    return this.database.writer.transaction().execute(async (trx) => {
       const id = prefixedId('prv', nowMs)
       const inserted = await trx
         .insertInto('providers')
@@ -89,7 +89,7 @@ export class ProviderRepository {
   }
 
   async createToken(providerId: string, nowMs: number): Promise<IssuedToken> {
-    return insertToken(this.database.kysely, providerId, nowMs)
+    return insertToken(this.database.writer, providerId, nowMs)
   }
 
   /**
@@ -98,7 +98,7 @@ export class ProviderRepository {
    */
   async revokeToken(tokenId: string, nowMs: number): Promise<boolean> {
     for (const table of ['tokens', 'marketplace_tokens'] as const) {
-      const result = await this.database.kysely
+      const result = await this.database.writer
         .updateTable(table)
         .set((eb) => ({ revoked_at_ms: eb.fn.coalesce('revoked_at_ms', eb.val(nowMs)) }))
         .where('id', '=', tokenId)
