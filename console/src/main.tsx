@@ -96,11 +96,12 @@ function App() {
           {session.state === 'in' && (
             <button
               type="button"
-              onClick={async () => {
-                await signOut()
-                setSession({ state: 'out' })
-                navigate('/console')
-              }}
+              onClick={() =>
+                void signOut().then(() => {
+                  setSession({ state: 'out' })
+                  navigate('/console')
+                })
+              }
             >
               {t.signOut}
             </button>

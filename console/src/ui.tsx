@@ -18,7 +18,7 @@ interface FieldProps {
   name: string
   label: string
   value: string
-  onValue(value: string): void
+  onValue: (value: string) => void
   error?: string
   hint?: string
   type?: string
@@ -47,7 +47,7 @@ export function Field({ name, label, value, onValue, error, hint, type = 'text',
         spellcheck={false}
         aria-invalid={error ? 'true' : undefined}
         aria-describedby={described || undefined}
-        onInput={(event) => onValue((event.currentTarget as HTMLInputElement).value)}
+        onInput={(event) => onValue(event.currentTarget.value)}
       />
       {hint && (
         <p class="hint" id={`${id}-hint`}>
@@ -68,7 +68,7 @@ interface SelectProps {
   label: string
   value: string
   options: Array<{ value: string; label: string }>
-  onValue(value: string): void
+  onValue: (value: string) => void
   error?: string
 }
 
@@ -83,7 +83,7 @@ export function Select({ name, label, value, options, onValue, error }: SelectPr
         value={value}
         aria-invalid={error ? 'true' : undefined}
         aria-describedby={error ? `${id}-error` : undefined}
-        onChange={(event) => onValue((event.currentTarget as HTMLSelectElement).value)}
+        onChange={(event) => onValue(event.currentTarget.value)}
       >
         {options.map((option) => (
           <option value={option.value} key={option.value}>
@@ -133,7 +133,7 @@ export function ErrorSummary({ title, entries }: { title: string; entries: Array
 }
 
 /** A modal confirmation (the native dialog: focus is trapped and Escape cancels). */
-export function ConfirmDialog(props: { open: boolean; question: string; confirm: string; onConfirm(): void; onCancel(): void }) {
+export function ConfirmDialog(props: { open: boolean; question: string; confirm: string; onConfirm: () => void; onCancel: () => void }) {
   const { t } = useLocale()
   const ref = useRef<HTMLDialogElement>(null)
   useEffect(() => {

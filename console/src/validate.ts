@@ -31,6 +31,7 @@ export interface Issue {
   limit?: unknown
 }
 
+// eslint-disable-next-line no-control-regex -- NUL is what this pattern exists to find.
 const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u
 
 const formats: Record<string, (value: string) => boolean> = {
@@ -90,6 +91,7 @@ export function validate(schema: Schema, value: unknown, pointer = '', issues: I
     }
   }
   if (typeof value === 'string') {
+    // eslint-disable-next-line @typescript-eslint/no-misused-spread -- code points are what JSON Schema's lengths count.
     const length = [...value].length
     if (schema.minLength !== undefined && length < schema.minLength) report('minLength', schema.minLength)
     if (schema.maxLength !== undefined && length > schema.maxLength) report('maxLength', schema.maxLength)

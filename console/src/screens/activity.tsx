@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, type ListingEvent } from '../api'
+import { api, type ListingEvent, type Problem } from '../api'
 import { formatTime, Heading, Link, useLocale } from '../ui'
 
 /** The feed is read oldest first, a page at a time; the console follows it to its end and shows the newest first. */
@@ -18,13 +18,15 @@ export function Activity() {
       for (let page = 0; page < MAX_PAGES; page++) {
         const { data, error } = await api.GET('/api/v1/events', { params: { query: after === undefined ? { limit: PAGE } : { after, limit: PAGE } } })
         if (!data) {
-          if (live) setFailed(error?.detail ?? t.v_other)
+          // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the effect's cleanup clears `live` during the await.
+          if (live) setFailed((error as Partial<Problem>).detail ?? t.v_other)
           return
         }
         all.push(...data.data)
         if (data.data.length < PAGE || data.nextCursor === null) break
         after = data.nextCursor
       }
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the effect's cleanup clears `live` during the await.
       if (live) setEvents(all.reverse())
     })()
     return () => {

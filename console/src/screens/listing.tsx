@@ -92,8 +92,10 @@ export function ListingScreen({ listingId }: { listingId: string }) {
   const ifMatch = { 'if-match': `"${version}"` }
 
   const refused = (problem: Problem | undefined, fieldOf: Record<string, string> = {}) => {
-    if (problem?.status === 412) return setNotice('stale')
-    if (problem?.type === '/problems/listing-closed') return setNotice('closed')
+    if (problem?.status === 412 || problem?.type === '/problems/listing-closed') {
+      setNotice(problem.status === 412 ? 'stale' : 'closed')
+      return
+    }
     const found: Record<string, string> = {}
     for (const detail of problem?.errors ?? []) {
       const field = detail.pointer === undefined ? undefined : fieldOf[detail.pointer]
@@ -109,7 +111,8 @@ export function ListingScreen({ listingId }: { listingId: string }) {
     const { body, fieldOf } = patchOf(listing, values)
     if (Object.keys(body).length === 0) {
       setErrors({})
-      return setNotice('nothing')
+      setNotice('nothing')
+      return
     }
     const issues = validate(patchSchema, body)
     if (issues.length > 0) {
@@ -118,7 +121,8 @@ export function ListingScreen({ listingId }: { listingId: string }) {
         const field = fieldOf[issue.pointer]
         if (field) found[field] ??= field === DISCOUNT ? t.v_discount : issueMessage(t, issue)
       }
-      return setErrors(found)
+      setErrors(found)
+      return
     }
     setBusy(true)
     const { data, error, response } = await api.PATCH('/api/v1/listing/{listingId}', {
@@ -129,7 +133,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
     if (data) {
       take(data, response)
       setNotice('saved')
-    } else refused(error as Problem, fieldOf)
+    } else refused(error, fieldOf)
   }
 
   const withdraw = async () => {
@@ -140,7 +144,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
     if (data) {
       take(data, response)
       setNotice(undefined)
-    } else refused(error as Problem)
+    } else refused(error)
   }
 
   const entries = Object.entries(errors).map(([name, message]) => {
@@ -197,7 +201,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
       )}
       {entries.length > 0 && <ErrorSummary title={t.fixErrors(entries.length)} entries={entries} />}
 
-      <form noValidate onSubmit={save}>
+      <form noValidate onSubmit={(event) => void save(event)}>
         <div class="card">
           <h2>{t.details}</h2>
           <dl class="details">
@@ -294,7 +298,13 @@ export function ListingScreen({ listingId }: { listingId: string }) {
           </div>
         )}
       </form>
-      <ConfirmDialog open={confirming} question={t.withdrawQuestion} confirm={t.withdrawListing} onConfirm={withdraw} onCancel={() => setConfirming(false)} />
+      <ConfirmDialog
+        open={confirming}
+        question={t.withdrawQuestion}
+        confirm={t.withdrawListing}
+        onConfirm={() => void withdraw()}
+        onCancel={() => setConfirming(false)}
+      />
       <p>
         <Link href="/console">{t.back}</Link>
       </p>

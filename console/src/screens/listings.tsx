@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, type ListingsPage } from '../api'
+import { api, type ListingsPage, type Problem } from '../api'
 import { navigate } from '../router'
 import { Heading, Link, TimeLeft, useLocale } from '../ui'
 
@@ -13,10 +13,11 @@ export function Listings({ page }: { page: number }) {
   useEffect(() => {
     let live = true
     setData(undefined)
-    api.GET('/api/v1/listing', { params: { query: { page, limit: PAGE_SIZE } } }).then(({ data, error }) => {
+    void api.GET('/api/v1/listing', { params: { query: { page, limit: PAGE_SIZE } } }).then(({ data, error }) => {
       if (!live) return
       if (data) setData(data)
-      else setFailed(error?.detail ?? 'error')
+      // Not always a problem: a proxy's own error page arrives as text.
+      else setFailed((error as Partial<Problem>).detail ?? 'error')
     })
     return () => {
       live = false

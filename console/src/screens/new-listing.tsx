@@ -95,7 +95,8 @@ function labelOf(t: Messages, pointer: string): string {
     '/listingDetails/isAssignedToDriver': t.deliveredByDriver,
     '/items': t.items,
   }
-  if (top[pointer]) return top[pointer] as string
+  const named = top[pointer]
+  if (named) return named
   const item = /^\/items\/(\d+)\/(.+)$/.exec(pointer)
   if (item) {
     const fields: Record<string, string> = {
@@ -150,8 +151,10 @@ export function NewListing() {
     void (async () => {
       const { data: page } = await api.GET('/api/v1/listing', { params: { query: { page: 1, limit: 1 } } })
       const latest = page?.content[0]
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the effect's cleanup clears `live` during the await.
       if (!latest || !live) return
       const { data: listing } = await api.GET('/api/v1/listing/{listingId}', { params: { path: { listingId: latest.id } } })
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the effect's cleanup clears `live` during the await.
       if (!listing || !live) return
       setDraft((d) => ({
         ...d,
@@ -231,7 +234,7 @@ export function NewListing() {
           }
         />
       )}
-      <form noValidate onSubmit={submit} class="listing-form">
+      <form noValidate onSubmit={(event) => void submit(event)} class="listing-form">
         <div class="card grid">
           <Field
             name="/referenceId"
@@ -264,7 +267,11 @@ export function NewListing() {
               type="button"
               onClick={() => {
                 setLocationNote(false)
-                if (!navigator.geolocation) return setLocationNote(true)
+                // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- absent in some browsers and settings.
+                if (!navigator.geolocation) {
+                  setLocationNote(true)
+                  return
+                }
                 navigator.geolocation.getCurrentPosition(
                   (position) => set({ latitude: String(position.coords.latitude), longitude: String(position.coords.longitude) }),
                   () => setLocationNote(true),
@@ -337,7 +344,7 @@ export function NewListing() {
               name="/listingDetails/isAssignedToDriver"
               type="checkbox"
               checked={draft.driver}
-              onChange={(event) => set({ driver: (event.currentTarget as HTMLInputElement).checked })}
+              onChange={(event) => set({ driver: event.currentTarget.checked })}
             />
             <label for={fieldId('/listingDetails/isAssignedToDriver')}>{t.deliveredByDriver}</label>
           </div>

@@ -3,7 +3,7 @@ import { signIn, type SessionInfo } from '../api'
 import { Heading, useLocale } from '../ui'
 
 /** The token form. The token goes to the service once, in a POST body; the page keeps no copy of it after. */
-export function SignIn({ notice, onSignedIn }: { notice?: 'refused' | 'ended'; onSignedIn(info: SessionInfo): void }) {
+export function SignIn({ notice, onSignedIn }: { notice?: 'refused' | 'ended'; onSignedIn: (info: SessionInfo) => void }) {
   const { t } = useLocale()
   const [token, setToken] = useState('')
   const [busy, setBusy] = useState(false)
@@ -35,7 +35,7 @@ export function SignIn({ notice, onSignedIn }: { notice?: 'refused' | 'ended'; o
           {t.sessionEnded}
         </p>
       )}
-      <form onSubmit={submit} class="card">
+      <form onSubmit={(event) => void submit(event)} class="card">
         <div class="field">
           <label for="token">{t.apiToken}</label>
           <input
@@ -46,7 +46,7 @@ export function SignIn({ notice, onSignedIn }: { notice?: 'refused' | 'ended'; o
             autoComplete="off"
             spellcheck={false}
             value={token}
-            onInput={(event) => setToken((event.currentTarget as HTMLInputElement).value)}
+            onInput={(event) => setToken(event.currentTarget.value)}
             aria-describedby="token-help"
           />
           <p class="hint" id="token-help">

@@ -10,7 +10,7 @@ type EventTypeName = (typeof EVENT_TYPES)[number]
 const eventKey = (type: string) => `event_${type.replace('.', '_')}` as 'event_listing_created'
 
 /** A secret shown once (create, rotation), with a copy button. */
-function SecretOnce({ secret, onDone }: { secret: string; onDone(): void }) {
+function SecretOnce({ secret, onDone }: { secret: string; onDone: () => void }) {
   const { t } = useLocale()
   const [copied, setCopied] = useState(false)
   return (
@@ -25,7 +25,8 @@ function SecretOnce({ secret, onDone }: { secret: string; onDone(): void }) {
         <button
           type="button"
           onClick={() =>
-            navigator.clipboard?.writeText(secret).then(
+            // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- absent outside secure contexts (plain http).
+            void navigator.clipboard?.writeText(secret).then(
               () => setCopied(true),
               () => setCopied(false),
             )
@@ -150,7 +151,7 @@ export function Webhooks() {
         </p>
       )}
       {secret && <SecretOnce secret={secret} onDone={() => setSecret(undefined)} />}
-      <form noValidate onSubmit={add} class="card">
+      <form noValidate onSubmit={(event) => void add(event)} class="card">
         <Field name="/url" label={t.webhookUrl} value={url} type="url" dir="ltr" inputMode="url" error={urlError} onValue={setUrl} />
         <fieldset class="checks">
           <legend>{t.eventTypes}</legend>
@@ -162,7 +163,7 @@ export function Webhooks() {
                 value={type}
                 checked={types.includes(type)}
                 onChange={(event) => {
-                  const on = (event.currentTarget as HTMLInputElement).checked
+                  const on = event.currentTarget.checked
                   setTypes(on ? EVENT_TYPES.filter((x) => x === type || types.includes(x)) : types.filter((x) => x !== type))
                 }}
               />
