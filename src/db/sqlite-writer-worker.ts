@@ -19,7 +19,10 @@ const prepare = (sql: string) => {
   return statement
 }
 
-function run(sql: string, parameters: readonly unknown[]): Omit<Extract<WriterReply, { rows: unknown[] }>, 'id'> {
+function run(sql: string, parameters: readonly unknown[], begin: boolean): Omit<Extract<WriterReply, { rows: unknown[] }>, 'id'> {
+  // IMMEDIATE: the write lock from the start. A DEFERRED transaction that reads, then writes, after another
+  // process's commit fails with SQLITE_BUSY at once instead of waiting busy_timeout.
+  if (begin) prepare('begin immediate').run()
   // SQLite may already have rolled the transaction back itself (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY): a ROLLBACK
   // then would fail and hide the error that caused it.
   if (sql === 'rollback' && !db.inTransaction) return { rows: [] }
@@ -37,7 +40,7 @@ port.on('message', (message: WriterRequest) => {
   }
   let reply: WriterReply
   try {
-    reply = { id: message.id, ...run(message.sql, message.parameters) }
+    reply = { id: message.id, ...run(message.sql, message.parameters, message.begin) }
   } catch (error) {
     const { message: text, code } = error as { message?: unknown; code?: unknown }
     reply = { id: message.id, error: { message: String(text ?? error), ...(typeof code === 'string' ? { code } : {}) } }

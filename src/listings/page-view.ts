@@ -3,7 +3,7 @@ import { fromThousandths, type ItemColumns } from './columns.js'
 import { expiryUnrecorded, statusOf, type ListingStatus } from './listing-state.js'
 import type { ListingsPage } from './schemas.js'
 
-/** A listing as the page query reads it: its row's columns, items still as stored (listings.items_record). */
+/** A listing as the page query reads it: its row's columns and its items as the page shows them. */
 export interface PageListing {
   id: string
   referenceId: string
@@ -14,8 +14,7 @@ export interface PageListing {
   expiryRecorded: boolean
   brandNameAr: string
   brandNameEn: string
-  /** JSON of ItemColumns[]: parsed only when the page is answered with a body. */
-  itemsRecord: string
+  items: ListingsPage['content'][number]['items']
 }
 
 /** One page as read (repository.ts): the provider's count and the page's listings, newest first. */
@@ -54,15 +53,20 @@ export function pageView(page: ListingsPageData, industry: string, nowMs: number
       status: now(listing, nowMs).status,
       referenceId: listing.referenceId,
       expiresAtUnix: listing.expiresAtUnix,
-      items: (JSON.parse(listing.itemsRecord) as ItemColumns[]).map((item) => ({
-        nameAr: item.name_ar,
-        nameEn: item.name_en,
-        price: fromThousandths(item.price_thousandths),
-        quantity: item.quantity,
-        category: item.category,
-      })),
+      items: listing.items,
       brand: { nameAr: listing.brandNameAr, nameEn: listing.brandNameEn, industry },
     })),
     recordCount: page.recordCount,
   }
+}
+
+/** A page's items from the stored record (listings.items_record). */
+export function pageItems(itemsRecord: string): PageListing['items'] {
+  return (JSON.parse(itemsRecord) as ItemColumns[]).map((item) => ({
+    nameAr: item.name_ar,
+    nameEn: item.name_en,
+    price: fromThousandths(item.price_thousandths),
+    quantity: item.quantity,
+    category: item.category,
+  }))
 }

@@ -2,7 +2,7 @@ import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import { TrailingBatches } from '../trailing-batches.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
-import type { ListingsPageData, PageListing } from './page-view.js'
+import { pageItems, type ListingsPageData, type PageListing } from './page-view.js'
 import type { ListListingsParams } from './schemas.js'
 
 export interface StoredListingRef {
@@ -139,7 +139,7 @@ export class ListingRepository {
         expiryRecorded: row.expiry_recorded === 1,
         brandNameAr: row.brand_name_ar as string,
         brandNameEn: row.brand_name_en as string,
-        itemsRecord: row.items_record as string,
+        items: pageItems(row.items_record as string),
       })
     }
     return { recordCount, listings }
