@@ -11,15 +11,16 @@
  * not measured is idle. Each round runs every scenario on A then B (B then A the next round, to cancel drift),
  * the ceiling right before page 1, each measurement after a 2 s warm-up:
  *
- *   random  GET /api/v1/listing?page=P&limit=10, P drawn uniformly from 1..--pages (100) per request
+ *   random  GET /api/v1/listing?page=P&limit=10, P drawn uniformly from 1..--pages per request: every page of
+ *           the seeded provider by default, so that, as the issue puts it, no two requests are alike
  *   page1   GET /api/v1/listing?page=1&limit=10, the same URL from every connection
  *   last    GET /api/v1/listing?page=N/10&limit=10
  *   create1 POST /api/v1/listing/create, 1 item, a unique referenceId per request (load.ts's UNIQUE)
  *   ceiling bench/ceiling-server.mjs answering with the bytes of B's page 1
  *
- * What the pages meet in today's code: SQLite keeps up to 1,000 pages until anything commits (SqliteReadCache),
- * so at --pages 100 the random page is answered from that cache once warm (a create clears it; the warm-up
- * refills it); --pages past 1,000 reaches the query. PostgreSQL answers identical pages in flight with one read
+ * What the pages met in the code before the house: SQLite kept up to 1,000 pages until anything committed
+ * (SqliteReadCache), so at --pages 100 the random page was answered from that cache once warm; past 1,000 pages
+ * it reaches the query. PostgreSQL answers identical pages in flight with one read
  * (the repository's TrailingBatches), so page 1 and the last page, one URL each, mostly share reads, and the
  * random page mostly does not.
  *
@@ -50,8 +51,8 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
     scenarios: { type: 'string' },
-    /** The random page is drawn from 1..pages. */
-    pages: { type: 'string', default: '100' },
+    /** The random page is drawn from 1..pages (default: the last page, so every page may be drawn). */
+    pages: { type: 'string' },
   },
 })
 if (!args.baseline) {
@@ -69,10 +70,10 @@ const LISTINGS = Number(args.listings)
 const DURATION_S = Number(args.duration)
 const ROUNDS = Number(args.rounds)
 const CONNECTIONS = Number(args.connections)
-const PAGES = Number(args.pages)
 const LIMIT = 10
 const WARMUP_S = 2
 const LAST_PAGE = Math.ceil(LISTINGS / LIMIT)
+const PAGES = args.pages === undefined ? LAST_PAGE : Number(args.pages)
 if (PAGES > LAST_PAGE) throw new Error(`--pages ${PAGES} is past the last page (${LAST_PAGE})`)
 
 type Dialect = 'sqlite' | 'postgres'
@@ -379,7 +380,7 @@ const sections: string[] = [
   '',
   `Load: ${loadTool}, ${CONNECTIONS} connections, ${DURATION_S} s per measurement after a ${WARMUP_S} s warm-up; ${ROUNDS} rounds, each every scenario on A then B (B then A in even rounds), the ceiling right before page 1. ` +
     `The random page draws page 1–${PAGES} at limit ${LIMIT} for every request (wrk: each thread seeded apart). Creates go to a second provider of the same database, so the pages measured stay as seeded. ` +
-    `(SQLite keeps up to 1,000 pages until a commit, so below that many pages the random page comes from its cache; PostgreSQL shares one read among identical pages in flight.)`,
+    `(Before the house, SQLite kept up to 1,000 pages until a commit, so over fewer pages the random page came from that cache; PostgreSQL shares one read among identical pages in flight.)`,
   '',
 ]
 const images = await startImageServer()
