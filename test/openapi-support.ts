@@ -3,8 +3,11 @@ import { after, before } from 'node:test'
 import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
+import { openDatabase, type Database } from '../src/db/connection.js'
 import type { ProblemType } from '../src/errors.js'
 import { createAjv } from '../src/http/validation.js'
+import { MarketplaceRepository } from '../src/providers/marketplaces.js'
+import { ProviderRepository } from '../src/providers/repository.js'
 import { fixtureImages, listingBody } from './fixtures.js'
 import { startService, type Response, type TestService } from './helper.js'
 
@@ -152,12 +155,32 @@ export function whileLockedOut(route: string, send: Provocation['send']): Provoc
   }
 }
 
+/**
+ * Rows made for a service whose database a provocation is about to break, on a connection of their own on this
+ * thread, closed before the provocation: SQLite leaves WAL mode (whileLockedOut) only for the one connection that
+ * has the file open, and the service's writer thread, once started by a write, keeps the file's WAL locks even
+ * after it closes (while another connection of the process has the file open).
+ */
+async function outsideTheService<T>(service: TestService, make: (database: Database) => Promise<T>): Promise<T> {
+  const other = openDatabase(service.databaseUrl)
+  try {
+    return await make({ ...other, writer: other.kysely })
+  } finally {
+    await other.close()
+  }
+}
+
 /** The provocation with the service's marketplace token made before its own preparation (which may lock the database). */
 export function marketplaceFirst(provocation: Provocation): Provocation {
   return {
     ...provocation,
     async prepare(service, token) {
-      await marketplaceToken(service)
+      const made = outsideTheService(service, (database) => new MarketplaceRepository(database).create('marketplace', service.clock()))
+      marketplaceTokens.set(
+        service,
+        made.then((marketplace) => marketplace.token),
+      )
+      await made
       await provocation.prepare?.(service, token)
     },
   }
@@ -501,7 +524,7 @@ export async function provoke(service: TestService, provocation: Provocation): P
   if (!provocation.prepare && !provocation.env) return provocation.send(service, (await service.newProvider()).token)
   const own = await startService('sqlite', { env: provocation.env })
   try {
-    const { token } = await own.newProvider()
+    const { token } = (await outsideTheService(own, (database) => new ProviderRepository(database).create({ name: 'provoked' }, own.clock()))).token
     await provocation.prepare?.(own, token)
     return await provocation.send(own, token)
   } finally {
