@@ -43,8 +43,14 @@ export function standbyUnavailable(): string | undefined {
   return undefined
 }
 
+/** `args` run through `prefix` (sudo, runuser or nothing), as a file and its arguments. */
+function commandLine(prefix: string[], args: string[]): [string, string[]] {
+  const line = [...prefix, ...args]
+  return [line[0] as string, line.slice(1)]
+}
+
 async function command(prefix: string[], args: string[]): Promise<string> {
-  const [file, ...rest] = [...prefix, ...args] as [string, ...string[]]
+  const [file, rest] = commandLine(prefix, args)
   try {
     return (await run(file, rest, { timeout: 60_000 })).stdout
   } catch (error) {
@@ -77,8 +83,7 @@ export async function startPrimaryAndStandby(): Promise<PrimaryAndStandby> {
   const made: string[] = []
 
   const drop = (cluster: string) => {
-    const [file, ...args] = [...admin, 'pg_dropcluster', '--stop', version, cluster] as [string, ...string[]]
-    spawnSync(file, args)
+    spawnSync(...commandLine(admin, ['pg_dropcluster', '--stop', version, cluster]))
   }
   // The after-hooks do not run when file-timeout.ts ends the process: never leave a cluster behind.
   const dropOnExit = () => made.forEach(drop)
