@@ -30,9 +30,20 @@ export async function pruneEvents(db: Kysely<Tables>, { beforeMs, limit }: { bef
     .limit(limit)
     .execute()
   // The log has no key of its own to bound a batch by: its oldest rows go with each batch of events, each
-  // provider's up to the newest of its own among them.
-  const log = await db.selectFrom('webhook_attempts').select(['provider_id', 'at_ms']).where('at_ms', '<', beforeMs).orderBy('at_ms').limit(limit).execute()
-  const logUntil = new Map(byProvider(log).map(([providerId, rows]) => [providerId, (rows.at(-1) as { at_ms: number }).at_ms]))
+  // provider's up to the newest of its own among them, endpoint by endpoint (the log's index is by endpoint).
+  const log = await db
+    .selectFrom('webhook_attempts')
+    .select(['provider_id', 'endpoint_id', 'at_ms'])
+    .where('at_ms', '<', beforeMs)
+    .orderBy('at_ms')
+    .limit(limit)
+    .execute()
+  const logUntil = new Map(
+    byProvider(log).map(([providerId, rows]) => [
+      providerId,
+      { endpointIds: [...new Set(rows.map((row) => row.endpoint_id))], untilMs: (rows.at(-1) as { at_ms: number }).at_ms },
+    ]),
+  )
   const eventIds = new Map(byProvider(events).map(([providerId, rows]) => [providerId, rows.map((row) => row.id)]))
   let pruned = 0
   for (const providerId of [...new Set([...eventIds.keys(), ...logUntil.keys()])].sort()) {
@@ -41,15 +52,26 @@ export async function pruneEvents(db: Kysely<Tables>, { beforeMs, limit }: { bef
   return pruned
 }
 
+/** A provider's log to remove: these endpoints' attempts up to this time. */
+interface OldLog {
+  endpointIds: string[]
+  untilMs: number
+}
+
 /**
- * One provider's share of a prune, in one transaction: its log up to `logUntilMs`, and those of `eventIds` not
+ * One provider's share of a prune, in one transaction: its log up to `log.untilMs`, and those of `eventIds` not
  * taken by another instance (SKIP LOCKED on PostgreSQL: two instances pruning at once remove each row once), with
  * the deliveries they still owe.
  */
-function pruneProvider(db: Kysely<Tables>, providerId: string, eventIds: readonly string[], logUntilMs: number | undefined): Promise<number> {
+function pruneProvider(db: Kysely<Tables>, providerId: string, eventIds: readonly string[], log: OldLog | undefined): Promise<number> {
   return db.transaction().execute(async (tx) => {
-    if (logUntilMs !== undefined) {
-      await tx.deleteFrom('webhook_attempts').where('provider_id', '=', providerId).where('at_ms', '<=', logUntilMs).execute()
+    if (log) {
+      await tx
+        .deleteFrom('webhook_attempts')
+        .where('provider_id', '=', providerId)
+        .where('endpoint_id', 'in', log.endpointIds)
+        .where('at_ms', '<=', log.untilMs)
+        .execute()
     }
     if (eventIds.length === 0) return 0
     const old = await tx
