@@ -7,7 +7,7 @@ import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } fr
 import {
   candidateBatch,
   candidateParams,
-  idInJsonArray,
+  listingsByKeys,
   postgresCandidatesSql,
   sqliteCandidatesSql,
   unpackCandidates,
@@ -42,7 +42,7 @@ const STATE_SELECT = sql.raw(STATE_COLUMN_NAMES.map((name) => `l.${name}`).join(
 export class DiscoveryRepository {
   /** Runs a candidate query of this shape, as the database's form of it is run (see candidates). */
   readonly #query: (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]>
-  readonly #states: PreparedQuery<{ ids: string }, StatesRow>
+  readonly #states: PreparedQuery<{ keys: string }, StatesRow>
 
   constructor(database: Database, reads?: ReadYourWrites) {
     const { dialect, kysely } = database
@@ -63,8 +63,7 @@ export class DiscoveryRepository {
       kysely,
       (_db, param) => sql<StatesRow>`
         select ${STATE_SELECT}, l.sold_out, p.industry
-        from listings l join providers p on p.id = l.provider_id
-        where ${idInJsonArray(dialect, param('ids'))}`,
+        from ${listingsByKeys(dialect, param('keys'))} join providers p on p.id = l.provider_id`,
     )
   }
 
@@ -75,10 +74,10 @@ export class DiscoveryRepository {
   readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> =>
     this.#query(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
 
-  /** The listings with these ids, whole, with their provider's industry; in no particular order. */
-  async states(ids: readonly string[]): Promise<DiscoveredState[]> {
-    if (ids.length === 0) return []
-    const rows = await this.#states.execute({ ids: JSON.stringify(ids) })
+  /** The listings with these keys, whole, with their provider's industry; in no particular order. */
+  async states(keys: ReadonlyArray<{ providerId: string; id: string }>): Promise<DiscoveredState[]> {
+    if (keys.length === 0) return []
+    const rows = await this.#states.execute({ keys: JSON.stringify(keys.map(({ providerId, id }) => [providerId, id])) })
     return rows.map(({ industry, sold_out, ...row }) => ({ state: stateFromRow(row), industry, soldOut: sold_out === 1 }))
   }
 }
