@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import type { Database } from './db/connection.js'
+import { readYourWritesOf } from './db/read-your-writes.js'
 import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js'
 import { AccessLog } from './http/access-log.js'
 import { answerClientError } from './http/client-errors.js'
@@ -164,7 +165,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   checkImages = drain.bound(checkImages)
 
   const providers = new ProviderRepository(database)
-  const listings = new ListingRepository(database)
+  // DATABASE_READ_URL: the provider's reads and discovery's candidates on the standby (db/read-your-writes.ts).
+  const reads = readYourWritesOf(database, metrics.countReplicaRead)
+  const listings = new ListingRepository(database, reads)
   const limiter = limiterFromSettings({
     limit: config.RATE_LIMIT_PER_MINUTE,
     redisUrl: config.REDIS_URL,
@@ -205,14 +208,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         },
       })
       await api.register(oneListingRoutes, { listings, db: database.writer, clock })
-      await api.register(eventRoutes, { feed: new EventFeed(database) })
+      await api.register(eventRoutes, { feed: new EventFeed(database, reads) })
       await api.register(webhookRoutes, {
         webhooks: new WebhookRepository(database),
         clock,
         policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       })
       // The one marketplace route (config.principal); every other route here is a provider's (authenticate.ts).
-      await api.register(discoveryRoutes, { discovery: new DiscoveryRepository(database), cursors: await CursorCodec.of(database), clock })
+      await api.register(discoveryRoutes, { discovery: new DiscoveryRepository(database, reads), cursors: await CursorCodec.of(database), clock })
     },
     { prefix: '/api/v1' },
   )

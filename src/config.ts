@@ -18,6 +18,15 @@ export const ConfigSchema = Type.Object(
       default: 'sqlite:./data/listings.db',
       description: '`sqlite:<path>`, `sqlite::memory:`, or `postgres://…` / `postgresql://…`',
     }),
+    DATABASE_READ_URL: Type.Optional(
+      Type.String({
+        pattern: '^postgres(ql)?://.+',
+        description:
+          'PostgreSQL only: a hot standby (or a pooler in front of standbys) that the read routes use while it has replayed ' +
+          "the asking provider's writes, else they read the primary (docs/postgresql.md#reads-from-a-standby); writes, " +
+          'migrations and background work stay on `DATABASE_URL`',
+      }),
+    ),
     LISTING_TTL_TIMED_SECONDS: Type.Integer({
       minimum: 1,
       default: 7200,
@@ -191,6 +200,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       `HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS (got ${values.HTTP_HEADERS_TIMEOUT_MS} > ${values.HTTP_REQUEST_TIMEOUT_MS})`,
     )
+  }
+  // Refused rather than ignored: an operator who set it expects reads to leave the primary, and SQLite has no standby.
+  if (values.DATABASE_READ_URL !== undefined && !/^postgres(ql)?:\/\//.test(values.DATABASE_URL as string)) {
+    throw new ConfigError('DATABASE_READ_URL needs a PostgreSQL DATABASE_URL: SQLite has no standby to read from')
   }
   return Object.freeze(values as Config)
 }

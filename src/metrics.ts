@@ -1,10 +1,12 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { QueryOperation } from './db/query-operation.js'
+import type { ReplicaReadOutcome } from './db/read-your-writes.js'
 import type { ImageWork, ProbeObserver, ProbeOutcome } from './images/prober.js'
 
 const PROBE_OUTCOMES: readonly ProbeOutcome[] = ['ok', 'image-unavailable', 'image-too-large', 'unsupported-image-format']
 const REUSE_SOURCES = ['cache', 'in-flight'] as const
 const QUERY_OPERATIONS: readonly QueryOperation[] = ['select', 'insert', 'update', 'delete', 'other']
+const REPLICA_READ_OUTCOMES: readonly ReplicaReadOutcome[] = ['replica', 'primary-behind', 'primary-failed']
 
 /** The route label of requests no route matched: a raw URL would let any client create label values at will. */
 export const UNMATCHED_ROUTE = 'unmatched'
@@ -112,6 +114,15 @@ export class Metrics {
     registers: [this.registry],
   })
 
+  readonly #replicaReads = new Counter({
+    name: 'listing_replica_reads_total',
+    help:
+      'Reads meant for the standby (DATABASE_READ_URL), by who answered: replica; primary-behind (the standby had not replayed ' +
+      "the provider's writes); primary-failed (the standby was unavailable).",
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  })
+
   constructor() {
     // process_* and nodejs_*: CPU, memory, file descriptors, event loop lag, GC, under their standard names.
     collectDefaultMetrics({ register: this.registry })
@@ -123,6 +134,12 @@ export class Metrics {
     for (const source of REUSE_SOURCES) this.#probeReuses.inc({ source }, 0)
     for (const operation of QUERY_OPERATIONS) this.#queryDuration.zero({ operation })
     for (const outcome of ['succeeded', 'failed']) this.#webhookAttempts.zero({ outcome })
+    for (const outcome of REPLICA_READ_OUTCOMES) this.#replicaReads.inc({ outcome }, 0)
+  }
+
+  /** ReadYourWrites' observer. */
+  readonly countReplicaRead = (outcome: ReplicaReadOutcome): void => {
+    this.#replicaReads.inc({ outcome })
   }
 
   /** The webhook delivery worker's observer. */

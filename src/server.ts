@@ -94,6 +94,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   }
   const metrics = new Metrics()
   const database = openDatabase(config.DATABASE_URL, {
+    readUrl: config.DATABASE_READ_URL,
     onPoolError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
     observeQuery: metrics.observeQuery,
   })
@@ -171,5 +172,9 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it (migrations, the demo banner) is done. It says where to go next.
-  logger.info({ address, docs: `${address}/docs`, metrics: `${metricsPort?.address ?? address}/metrics`, data: whereDataLives(config.DATABASE_URL) }, 'ready')
+  const reads = config.DATABASE_READ_URL === undefined ? undefined : whereDataLives(config.DATABASE_READ_URL)
+  logger.info(
+    { address, docs: `${address}/docs`, metrics: `${metricsPort?.address ?? address}/metrics`, data: whereDataLives(config.DATABASE_URL), reads },
+    'ready',
+  )
 }

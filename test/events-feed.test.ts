@@ -103,6 +103,18 @@ await describeEachDialect('event feed', (service) => {
         )?.n,
       )
     assert.equal(await owed(), 2)
+    // The log: one attempt as old as the first event, one as recent as the second.
+    const attempt = { endpoint_id: endpoint.body.id, event_id: old.id, event_type: 'listing.created', attempt: 1, outcome: 'failed' as const, duration_ms: 1 }
+    const providerId = (
+      await service.database.kysely.selectFrom('webhook_endpoints').select('provider_id').where('id', '=', endpoint.body.id).executeTakeFirstOrThrow()
+    ).provider_id
+    await service.database.writer
+      .insertInto('webhook_attempts')
+      .values([
+        { ...attempt, provider_id: providerId, at_ms: Date.parse(old.createdAt), response_status: null, error: null },
+        { ...attempt, provider_id: providerId, at_ms: service.clock(), response_status: null, error: null },
+      ])
+      .execute()
 
     service.clock.now += 2 * dayMs
     // Earlier tests' events on this service are as old: they go too.
@@ -112,6 +124,9 @@ await describeEachDialect('event feed', (service) => {
     assert.equal(kept.length, 1)
     assert.notEqual(kept[0].id, old.id)
     assert.equal(await owed(), 1)
+    const log = await service.database.kysely.selectFrom('webhook_attempts').select('at_ms').where('endpoint_id', '=', endpoint.body.id).execute()
+    assert.equal(log.length, 1)
+    assert.ok(log[0] && log[0].at_ms > Date.parse(old.createdAt))
     const after = await service.request('GET', `/api/v1/events?after=${old.id}`, { token })
     assertProblem(after, 400, 'invalid-request')
     assert.deepEqual(

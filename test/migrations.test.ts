@@ -264,3 +264,89 @@ for (const dialect of await testDialects()) {
     }
   })
 }
+
+for (const dialect of await testDialects()) {
+  test(`2026-11-25-shard-ready-keys keeps every row and index, and gives the delivery log its provider [${dialect}]`, async () => {
+    const testDatabase = await createTestDatabase(dialect)
+    const database = openDatabase(testDatabase.url)
+    try {
+      const db = database.kysely as Kysely<any>
+      const at = migrations.findIndex((migration) => migration.name === '2026-11-25-shard-ready-keys')
+      for (const migration of migrations.slice(0, at)) await migration.up(db, dialect)
+      const provider = await new ProviderRepository(database).create({ name: 'Before keys' }, Date.now())
+      const input = { ...(listingBody({}, 1) as CreateListingInput), referenceId: 'before' }
+      await db
+        .insertInto('listings')
+        .values({
+          ...listingColumns(provider.id, input),
+          id: 'L1',
+          seq: 1,
+          created_at_ms: 1,
+          updated_at_ms: 1,
+          expires_at_unix: 9,
+          request_hash: 'h',
+          items_record: JSON.stringify(itemColumns(input)),
+          cell: 7,
+        })
+        .execute()
+      await db
+        .insertInto('events')
+        .values({ id: 'E1', provider_id: provider.id, seq: 1, type: 'listing.created', listing_id: 'L1', created_at_ms: 1, snapshot: '{}' })
+        .execute()
+      const endpoint = { provider_id: provider.id, url: 'https://x.example', event_mask: 1, status: 'enabled', created_at_ms: 1, secret: 's' }
+      await db
+        .insertInto('webhook_endpoints')
+        .values({ ...endpoint, id: 'W1' })
+        .execute()
+      const delivery = { event_id: 'E1', provider_id: provider.id, event_type: 'listing.created', attempts: 1, next_attempt_at_ms: 5, created_at_ms: 1 }
+      await db
+        .insertInto('webhook_deliveries')
+        .values({ ...delivery, id: 'W1:E1', endpoint_id: 'W1' })
+        .execute()
+      const attempt = { event_id: 'E1', event_type: 'listing.created', attempt: 1, outcome: 'failed', duration_ms: 3, at_ms: 2 }
+      // The second attempt's endpoint is gone: a log row with no provider, which the migration does not keep.
+      await db
+        .insertInto('webhook_attempts')
+        .values([
+          { ...attempt, endpoint_id: 'W1' },
+          { ...attempt, endpoint_id: 'W0' },
+        ])
+        .execute()
+      const before = await indexNames(db, dialect)
+
+      await (migrations[at] as (typeof migrations)[number]).up(db, dialect)
+
+      assert.deepEqual(await indexNames(db, dialect), before)
+      const listing = await db.selectFrom('listings').selectAll().executeTakeFirstOrThrow()
+      assert.deepEqual([listing.id, listing.provider_id, Number(listing.cell), Number(listing.version)], ['L1', provider.id, 7, 1])
+      assert.equal(listing.items_record, JSON.stringify(itemColumns(input)))
+      assert.deepEqual(await db.selectFrom('events').select(['id', 'provider_id']).execute(), [{ id: 'E1', provider_id: provider.id }])
+      assert.deepEqual(await db.selectFrom('webhook_endpoints').select(['id', 'secret']).execute(), [{ id: 'W1', secret: 's' }])
+      assert.deepEqual(await db.selectFrom('webhook_deliveries').select(['id', 'endpoint_id']).execute(), [{ id: 'W1:E1', endpoint_id: 'W1' }])
+      assert.deepEqual(await db.selectFrom('webhook_attempts').select(['endpoint_id', 'provider_id']).execute(), [
+        { endpoint_id: 'W1', provider_id: provider.id },
+      ])
+      // The keys hold what they held: the same reference again is refused.
+      await assert.rejects(
+        db
+          .insertInto('listings')
+          .values({ ...listing, id: 'L2', seq: 2 })
+          .execute(),
+      )
+    } finally {
+      await database.close()
+      await testDatabase.drop()
+    }
+  })
+}
+
+/** The names of every index and key of the schema (SQLite's automatic ones by what they are on, not their number). */
+async function indexNames(db: Kysely<any>, dialect: 'sqlite' | 'postgres'): Promise<string[]> {
+  const { rows } =
+    dialect === 'sqlite'
+      ? await sql<{ name: string }>`
+          select case when i.name like 'sqlite_autoindex_%' then m.name || ' ' || i.origin || ' key' else i.name end as name
+          from sqlite_master m, pragma_index_list(m.name) i where m.type = 'table' order by 1`.execute(db)
+      : await sql<{ name: string }>`select indexname as name from pg_indexes where schemaname = current_schema() order by 1`.execute(db)
+  return rows.map((row) => row.name)
+}

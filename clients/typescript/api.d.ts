@@ -50,7 +50,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Answers 200 when the database answers a query within 2000 ms, else 503. The body says whether the database reached is a primary or a standby.
+         * @description Answers 200 when the database answers a query within 2000 ms, else 503. The body says whether the database reached is a primary or a standby, and so of the read database when one is configured.
          */
         get: operations["checkReadiness"];
         put?: never;
@@ -723,6 +723,8 @@ export interface operations {
                         status: "ready";
                         /** @description What the instance reaches: `primary` (it accepts writes; SQLite is always that), or `standby` (a PostgreSQL hot standby, in recovery: reads only). */
                         database: "primary" | "standby";
+                        /** @description Only with `DATABASE_READ_URL`: what it reaches, `standby` as expected, `primary`, or `unavailable` (it does not answer: reads go to `database` meanwhile, so the instance stays ready). */
+                        readDatabase?: "primary" | "standby" | "unavailable";
                     };
                 };
             };

@@ -39,6 +39,11 @@ export interface Database {
    * connection of its own on a worker thread (sqlite-writer.ts), so no commit's fsync stops the event loop.
    */
   readonly writer: Kysely<Tables>
+  /**
+   * PostgreSQL with DATABASE_READ_URL: a hot standby, bounded as `kysely` is. Only reads that check it has replayed
+   * what they must see run there (db/read-your-writes.ts); everything else stays on the primary.
+   */
+  readonly replica?: Kysely<Tables>
   readonly dialect: DialectName
   /** SQLite only: the file (or ':memory:') and the main connection, the one Kysely reads on. */
   readonly sqlite?: {
@@ -238,6 +243,8 @@ export const POSTGRES_ROLE_SETTINGS: Readonly<Record<string, string>> = {
 }
 
 export interface OpenOptions {
+  /** DATABASE_READ_URL: a standby of the PostgreSQL server `url` names (config.ts refuses it with SQLite). */
+  readUrl?: string
   /** Called for errors on idle PostgreSQL connections, which would otherwise crash the process. */
   onPoolError?: (error: Error) => void
   /** Told the operation and duration of every query, failed ones included (the /metrics histogram). */
@@ -253,6 +260,26 @@ function queryLog(observe: OpenOptions['observeQuery']): KyselyConfig['log'] {
   return (event) => observe(queryOperation(event.query), event.queryDurationMillis / 1000)
 }
 
+function postgresPool(url: string, options: OpenOptions): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    types: pgTypes,
+    // A database that does not answer must fail the request, not hang it. This also bounds the wait for a
+    // free client when all are busy. Nothing else is sent at connect (see POSTGRES_ROLE_SETTINGS).
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  })
+  pool.on('error', (error) => options.onPoolError?.(error))
+  return pool
+}
+
+/** A standby's own pool, with the primary's bounds; named statements too when it is a backend of our own. */
+function openReplica(url: string, options: OpenOptions, log: KyselyConfig['log']): Kysely<Tables> {
+  const target = parseDatabaseUrl(url)
+  if (target.dialect !== 'postgres') throw new Error('DATABASE_READ_URL must be postgres://… or postgresql://…')
+  return new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(postgresPool(target.url, options), QUERY_TIMEOUT_MS) }), log })
+}
+
 /** The one place that chooses a dialect. */
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const target = parseDatabaseUrl(url)
@@ -260,6 +287,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const { observeQuery } = options
   switch (target.dialect) {
     case 'sqlite': {
+      if (options.readUrl !== undefined) throw new Error('DATABASE_READ_URL needs a PostgreSQL DATABASE_URL: SQLite has no standby to read from')
       const sqlite = openSqliteConnection(target.path)
       const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log })
       // No query timeout to lift: better-sqlite3 runs each statement synchronously to its end.
@@ -279,19 +307,22 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       }
     }
     case 'postgres': {
-      const pool = new pg.Pool({
-        connectionString: target.url,
-        max: 10,
-        types: pgTypes,
-        // A database that does not answer must fail the request, not hang it. This also bounds the wait for a
-        // free client when all are busy. Nothing else is sent at connect (see POSTGRES_ROLE_SETTINGS).
-        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      })
-      pool.on('error', (error) => options.onPoolError?.(error))
+      const pool = postgresPool(target.url, options)
       const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, QUERY_TIMEOUT_MS) }), log })
       // Shares the pool; only `kysely` ends it on close.
       const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, undefined) }), log })
-      return { kysely, unbounded, writer: kysely, dialect: 'postgres', observeQuery, close: () => kysely.destroy() }
+      const replica = options.readUrl === undefined ? undefined : openReplica(options.readUrl, options, log)
+      return {
+        kysely,
+        unbounded,
+        writer: kysely,
+        replica,
+        dialect: 'postgres',
+        observeQuery,
+        close: async () => {
+          await Promise.all([kysely.destroy(), replica?.destroy()])
+        },
+      }
     }
   }
 }

@@ -12,6 +12,7 @@ import * as discoveryCells from '../migrations/2026-11-24-discovery-cells.js'
 import * as serviceKeys from '../migrations/2026-11-25-service-keys.js'
 import * as consoleSessions from '../migrations/2026-11-25-console-sessions.js'
 import * as itemsStoredOnce from '../migrations/2026-11-25-items-stored-once.js'
+import * as shardReadyKeys from '../migrations/2026-11-25-shard-ready-keys.js'
 
 interface Migration {
   name: string
@@ -32,6 +33,7 @@ export const migrations: readonly Migration[] = [
   { name: '2026-11-25-service-keys', up: serviceKeys.up },
   { name: '2026-11-25-console-sessions', up: consoleSessions.up },
   { name: '2026-11-25-items-stored-once', up: itemsStoredOnce.up },
+  { name: '2026-11-25-shard-ready-keys', up: shardReadyKeys.up },
 ]
 
 /**

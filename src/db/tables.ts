@@ -106,6 +106,7 @@ export interface WebhookDeliveriesTable {
 }
 
 export interface WebhookAttemptsTable {
+  provider_id: string
   endpoint_id: string
   event_id: string
   event_type: string

@@ -1,11 +1,13 @@
-import { sql } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
+import type { ReadYourWrites } from '../db/read-your-writes.js'
+import type { Tables } from '../db/tables.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
 import {
   candidateBatch,
   candidateParams,
-  idInJsonArray,
+  listingsByKeys,
   postgresCandidatesSql,
   sqliteCandidatesSql,
   unpackCandidates,
@@ -32,21 +34,36 @@ const STATE_SELECT = sql.raw(STATE_COLUMN_NAMES.map((name) => `l.${name}`).join(
 /**
  * Discovery's two reads: candidates from the spatial index, then the chosen listings whole. Each is a query of
  * fixed text, compiled once (PreparedQuery): building queries was a quarter of a page request's CPU.
+ *
+ * With DATABASE_READ_URL, the candidates come from the standby and the listings whole from the primary: the
+ * route leaves out every listing withdrawn, sold out or discounted less as the primary has it, so a withdrawal
+ * still takes a listing out of the very next query, however far behind the standby is (docs/design/0011-read-replicas.md).
  */
 export class DiscoveryRepository {
   /** Runs a candidate query of this shape, as the database's form of it is run (see candidates). */
   readonly #query: (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]>
-  readonly #states: PreparedQuery<{ ids: string }, StatesRow>
+  readonly #states: PreparedQuery<{ keys: string }, StatesRow>
 
-  constructor(database: Database) {
+  constructor(database: Database, reads?: ReadYourWrites) {
     const { dialect, kysely } = database
-    this.#query = dialect === 'sqlite' ? sqliteQuery(database) : postgresQuery(database)
+    if (dialect === 'sqlite') {
+      this.#query = sqliteQuery(database)
+    } else {
+      const onPrimary = postgresQuery(kysely)
+      const onStandby = reads && postgresQuery(reads.replica)
+      this.#query = onStandby
+        ? (shape, params) =>
+            reads.anyReplay(
+              () => onStandby(shape, params),
+              () => onPrimary(shape, params),
+            )
+        : onPrimary
+    }
     this.#states = new PreparedQuery(
       kysely,
       (_db, param) => sql<StatesRow>`
         select ${STATE_SELECT}, l.sold_out, p.industry
-        from listings l join providers p on p.id = l.provider_id
-        where ${idInJsonArray(dialect, param('ids'))}`,
+        from ${listingsByKeys(dialect, param('keys'))} join providers p on p.id = l.provider_id`,
     )
   }
 
@@ -57,10 +74,10 @@ export class DiscoveryRepository {
   readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> =>
     this.#query(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
 
-  /** The listings with these ids, whole, with their provider's industry; in no particular order. */
-  async states(ids: readonly string[]): Promise<DiscoveredState[]> {
-    if (ids.length === 0) return []
-    const rows = await this.#states.execute({ ids: JSON.stringify(ids) })
+  /** The listings with these keys, whole, with their provider's industry; in no particular order. */
+  async states(keys: ReadonlyArray<{ providerId: string; id: string }>): Promise<DiscoveredState[]> {
+    if (keys.length === 0) return []
+    const rows = await this.#states.execute({ keys: JSON.stringify(keys.map(({ providerId, id }) => [providerId, id])) })
     return rows.map(({ industry, sold_out, ...row }) => ({ state: stateFromRow(row), industry, soldOut: sold_out === 1 }))
   }
 }
@@ -75,7 +92,7 @@ function sqliteQuery({ kysely }: Database): (shape: Shape, params: CandidatePara
 }
 
 /** PostgreSQL: one statement per query, its rows packed in one (spatial-index.ts). */
-function postgresQuery({ kysely }: Database): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
+function postgresQuery(kysely: Kysely<Tables>): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
   const statements: Record<Shape, PreparedQuery<{ batch: string }, PackedCandidates>> = {
     open: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(false, param)),
     bounded: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(true, param)),

@@ -63,7 +63,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> 
         discovery.candidates,
       )
       const page = hits.slice(0, params.limit)
-      const found = new Map((await discovery.states(page.map((hit) => hit.id))).map((listing) => [listing.state.id, listing]))
+      const found = new Map((await discovery.states(page)).map((listing) => [listing.state.id, listing]))
       const data: DiscoverPage['data'] = []
       for (const hit of page) {
         const listing = found.get(hit.id)

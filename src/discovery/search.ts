@@ -29,6 +29,7 @@ export interface SearchQuery {
 
 export interface Hit {
   id: string
+  providerId: string
   /** Exact (unrounded) great-circle distance in metres. */
   distance: number
   expiresAtUnix: number
@@ -77,7 +78,7 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
     for (const row of rows) {
       const distance = greatCircleMeters(query.latitude, query.longitude, row.latitude, row.longitude)
       if (distance > within) continue
-      const hit = { id: row.id, distance, expiresAtUnix: row.expires_at_unix }
+      const hit = { id: row.id, providerId: row.provider_id, distance, expiresAtUnix: row.expires_at_unix }
       if (isAfter(key(hit), hit.id, query.after)) hits.push(hit)
     }
     return hits

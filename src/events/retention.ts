@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely'
+import { byProvider } from '../by-provider.js'
 import { onPostgres } from '../db/dialect.js'
 import type { Tables } from '../db/tables.js'
 
@@ -8,37 +9,82 @@ import type { Tables } from '../db/tables.js'
  * pruning at once remove each row once.
  */
 
-/** Rows one transaction removes at most: bounds how long it holds its locks. */
+/** Events one prune removes at most (each provider's share in a transaction of its own): bounds each turn. */
 export const PRUNE_BATCH = 2000
 
 /** How often every instance prunes: the feed keeps an event at most this much past its retention. */
 export const PRUNE_INTERVAL_MS = 10 * 60 * 1000
 
-/** Removes up to `limit` events created before `beforeMs`, and the log of that age; returns how many events. */
-export function pruneEvents(db: Kysely<Tables>, { beforeMs, limit }: { beforeMs: number; limit: number }): Promise<number> {
+/**
+ * Removes up to `limit` events created before `beforeMs`, and the log of that age; returns how many events.
+ * Provider by provider: what is old is found by reads across providers that lock nothing (on a database sharded
+ * by provider, queries each shard answers from its own index), then each provider's rows go in a transaction of
+ * its own (pruneProvider).
+ */
+export async function pruneEvents(db: Kysely<Tables>, { beforeMs, limit }: { beforeMs: number; limit: number }): Promise<number> {
+  const events = await db
+    .selectFrom('events')
+    .select(['provider_id', 'id'])
+    .where('created_at_ms', '<', beforeMs)
+    .orderBy('created_at_ms')
+    .limit(limit)
+    .execute()
+  // The log has no key of its own to bound a batch by: its oldest rows go with each batch of events, each
+  // provider's up to the newest of its own among them, endpoint by endpoint (the log's index is by endpoint).
+  const log = await db
+    .selectFrom('webhook_attempts')
+    .select(['provider_id', 'endpoint_id', 'at_ms'])
+    .where('at_ms', '<', beforeMs)
+    .orderBy('at_ms')
+    .limit(limit)
+    .execute()
+  const logUntil = new Map(
+    byProvider(log).map(([providerId, rows]) => [
+      providerId,
+      { endpointIds: [...new Set(rows.map((row) => row.endpoint_id))], untilMs: (rows.at(-1) as { at_ms: number }).at_ms },
+    ]),
+  )
+  const eventIds = new Map(byProvider(events).map(([providerId, rows]) => [providerId, rows.map((row) => row.id)]))
+  let pruned = 0
+  for (const providerId of [...new Set([...eventIds.keys(), ...logUntil.keys()])].sort()) {
+    pruned += await pruneProvider(db, providerId, eventIds.get(providerId) ?? [], logUntil.get(providerId))
+  }
+  return pruned
+}
+
+/** A provider's log to remove: these endpoints' attempts up to this time. */
+interface OldLog {
+  endpointIds: string[]
+  untilMs: number
+}
+
+/**
+ * One provider's share of a prune, in one transaction: its log up to `log.untilMs`, and those of `eventIds` not
+ * taken by another instance (SKIP LOCKED on PostgreSQL: two instances pruning at once remove each row once), with
+ * the deliveries they still owe.
+ */
+function pruneProvider(db: Kysely<Tables>, providerId: string, eventIds: readonly string[], log: OldLog | undefined): Promise<number> {
   return db.transaction().execute(async (tx) => {
+    if (log) {
+      await tx
+        .deleteFrom('webhook_attempts')
+        .where('provider_id', '=', providerId)
+        .where('endpoint_id', 'in', log.endpointIds)
+        .where('at_ms', '<=', log.untilMs)
+        .execute()
+    }
+    if (eventIds.length === 0) return 0
     const old = await tx
       .selectFrom('events')
       .select('id')
-      .where('created_at_ms', '<', beforeMs)
-      .orderBy('created_at_ms')
-      .limit(limit)
+      .where('provider_id', '=', providerId)
+      .where('id', 'in', eventIds)
       .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
-      .execute()
-    // The log has no key of its own to bound a batch by: the oldest rows go with each batch of events.
-    await tx
-      .deleteFrom('webhook_attempts')
-      .where('at_ms', '<', beforeMs)
-      .where('at_ms', '<=', (eb) =>
-        eb
-          .selectFrom(eb.selectFrom('webhook_attempts').select('at_ms').where('at_ms', '<', beforeMs).orderBy('at_ms').limit(limit).as('oldest'))
-          .select((o) => o.fn.coalesce(o.fn.max('oldest.at_ms'), o.lit(0)).as('edge')),
-      )
       .execute()
     if (old.length === 0) return 0
     const ids = old.map((row) => row.id)
-    await tx.deleteFrom('webhook_deliveries').where('event_id', 'in', ids).execute()
-    await tx.deleteFrom('events').where('id', 'in', ids).execute()
+    await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('event_id', 'in', ids).execute()
+    await tx.deleteFrom('events').where('provider_id', '=', providerId).where('id', 'in', ids).execute()
     return old.length
   })
 }

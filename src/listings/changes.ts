@@ -1,9 +1,10 @@
 import type { Kysely } from 'kysely'
+import { byProvider } from '../by-provider.js'
 import type { Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
 import type { Tables } from '../db/tables.js'
 import type { ProblemDetail } from '../errors.js'
-import { recordEvents, type EventType, type NewEvent } from '../events/record.js'
+import { recordEvents, type EventType } from '../events/record.js'
 import { toThousandths, type ItemColumns } from './columns.js'
 import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, type ListingState } from './listing-state.js'
 import type { PatchListingInput } from './schemas.js'
@@ -160,6 +161,7 @@ async function writeChange(tx: Tx, next: ListingState, type: EventType, nowMs: n
       items_record: JSON.stringify(next.items),
       withdrawn_at_ms: next.withdrawn_at_ms,
     })
+    .where('provider_id', '=', next.provider_id)
     .where('id', '=', next.id)
     .execute()
   await recordEvents(tx, next.provider_id, nowMs, [{ type, listing: next }])
@@ -184,43 +186,69 @@ export function withdrawListing(db: Kysely<Tables>, args: ChangeArgs): Promise<C
 
 /**
  * Records the expiry of up to `limit` listings whose time has come (expiry.ts runs it every few seconds on every
- * instance): expiredState and a `listing.expired` event each. SKIP LOCKED on PostgreSQL: two instances sweeping
- * at once take different listings, and a listing whose expiry is recorded is not selected again, so each expiry
- * is recorded exactly once. A withdrawn listing never expires. Returns how many were recorded.
+ * instance): expiredState and a `listing.expired` event each. Provider by provider: the due listings are found
+ * by one read across providers that locks nothing (on a database sharded by provider, a query each shard answers
+ * from its own index), then each provider's are recorded by a transaction of their own (expireListings), which
+ * touches that provider's rows alone. Returns how many were recorded.
  */
-export function expireDue(db: Kysely<Tables>, { nowMs, limit }: { nowMs: number; limit: number }): Promise<number> {
+export async function expireDue(db: Kysely<Tables>, { nowMs, limit }: { nowMs: number; limit: number }): Promise<number> {
+  const due = await db
+    .selectFrom('listings')
+    .select(['provider_id', 'id'])
+    .where('expiry_recorded', '=', 0)
+    .where('withdrawn_at_ms', 'is', null)
+    .where('expires_at_unix', '<=', Math.floor(nowMs / 1000))
+    .orderBy('expires_at_unix')
+    .limit(limit)
+    .execute()
+  let recorded = 0
+  for (const [providerId, rows] of byProvider(due)) {
+    recorded += await expireListings(
+      db,
+      providerId,
+      rows.map((row) => row.id),
+      nowMs,
+    )
+  }
+  return recorded
+}
+
+/**
+ * Records the expiry of one provider's listings among `ids` that are still due when locked: the read that found
+ * them locked nothing, so each is checked again here. SKIP LOCKED on PostgreSQL: two instances sweeping at once
+ * take different listings, and a listing whose expiry is recorded no longer matches, so each expiry is recorded
+ * exactly once. A withdrawn listing never expires.
+ */
+function expireListings(db: Kysely<Tables>, providerId: string, ids: readonly string[], nowMs: number): Promise<number> {
   return db.transaction().execute(async (tx) => {
     const rows = await tx
       .selectFrom('listings')
       .select(STATE_COLUMN_NAMES)
+      .where('provider_id', '=', providerId)
+      .where('id', 'in', ids)
       .where('expiry_recorded', '=', 0)
       .where('withdrawn_at_ms', 'is', null)
-      .where('expires_at_unix', '<=', Math.floor(nowMs / 1000))
       .orderBy('expires_at_unix')
-      .limit(limit)
+      .orderBy('id')
       .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
       .execute()
     if (rows.length === 0) return 0
     await tx
       .updateTable('listings')
       .set((eb) => ({ version: eb('version', '+', 1), updated_at_ms: eb('expires_at_unix', '*', 1000), expiry_recorded: 1 }))
+      .where('provider_id', '=', providerId)
       .where(
         'id',
         'in',
         rows.map((row) => row.id),
       )
       .execute()
-    const byProvider = new Map<string, NewEvent[]>()
-    for (const row of rows) {
-      const listing = expiredState(stateFromRow(row))
-      const events = byProvider.get(listing.provider_id) ?? []
-      events.push({ type: 'listing.expired', listing })
-      byProvider.set(listing.provider_id, events)
-    }
-    // Providers in one order on every instance, so two sweepers never wait on each other's provider rows.
-    for (const providerId of [...byProvider.keys()].sort()) {
-      await recordEvents(tx, providerId, nowMs, byProvider.get(providerId) as NewEvent[])
-    }
+    await recordEvents(
+      tx,
+      providerId,
+      nowMs,
+      rows.map((row) => ({ type: 'listing.expired', listing: expiredState(stateFromRow(row)) })),
+    )
     return rows.length
   })
 }

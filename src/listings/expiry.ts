@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js'
 import type { Tables } from '../db/tables.js'
 import { expireDue } from './changes.js'
 
-/** Listings whose expiry one transaction records at most: bounds how long it holds its locks. */
+/** Listings whose expiry one expireDue records at most (each provider's in a transaction of its own). */
 const BATCH = 500
 
 /**

@@ -1,5 +1,8 @@
+import type { Kysely } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
+import type { PositionedRead, ReadYourWrites } from '../db/read-your-writes.js'
+import type { Tables } from '../db/tables.js'
 import { TrailingBatches } from '../trailing-batches.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
 import { pageItems, type ListingsPageData, type PageListing } from './page-view.js'
@@ -11,9 +14,11 @@ export interface StoredListingRef {
   requestHash: string
 }
 
-/** A row of the page query: the provider's count, and a listing unless the page is past the end. */
+/** A row of the page query: the provider's counts, and a listing unless the page is past the end. */
 interface PageRow {
   listing_count: number
+  /** The provider's position (db/read-your-writes.ts), for a read on the standby. */
+  event_count: number
   id: string | null
   reference_id: string | null
   expires_at_unix: number | null
@@ -33,12 +38,99 @@ interface PageRequest {
   limit: number
 }
 
+type PageParams = { providerId: string; skip: number; skipPlusLimit: number }
+
+/**
+ * One page, newest first, in one statement (one snapshot, one round trip). Sequence numbers are dense
+ * (1..recordCount) and follow creation order, so page N is the seq range (count − N·limit, count − (N−1)·limit]
+ * of the provider's counter row: an index range, as cheap at page 10,000 as at page 1, and recordCount is read in
+ * the same statement. The left join keeps the provider's row when the page is past the end.
+ */
+const pageQuery = (on: Kysely<Tables>) =>
+  new PreparedQuery<PageParams, PageRow>(on, (db, param) =>
+    db
+      .selectFrom('providers as p')
+      .leftJoin('listings as l', (join) =>
+        join
+          .onRef('l.provider_id', '=', 'p.id')
+          .on((eb) => eb('l.seq', '>', eb('p.listing_count', '-', param('skipPlusLimit'))))
+          .on((eb) => eb('l.seq', '<=', eb('p.listing_count', '-', param('skip')))),
+      )
+      .select([
+        'p.listing_count',
+        'p.event_count',
+        'l.id',
+        'l.reference_id',
+        'l.expires_at_unix',
+        'l.withdrawn_at_ms',
+        'l.sold_out',
+        'l.version',
+        'l.expiry_recorded',
+        'l.brand_name_ar',
+        'l.brand_name_en',
+        'l.items_record',
+      ])
+      .where('p.id', '=', param('providerId'))
+      .orderBy('l.seq', 'desc'),
+  )
+
+type Nullable<T> = { [K in keyof T]: T[K] | null }
+
+/**
+ * One listing on the standby, with its provider's position: the provider's row is read even when the listing is
+ * not there, so "not found" on a standby that has not replayed the create is told apart from "not found".
+ */
+/** What one listing is found by: its id or the provider's referenceId. */
+type OneBy = 'id' | 'reference_id'
+
+const positionedStateQuery = (on: Kysely<Tables>, by: OneBy) =>
+  new PreparedQuery<{ providerId: string; key: string }, Nullable<StateRow> & { event_count: number }>(on, (db, param) =>
+    db
+      .selectFrom('providers as p')
+      .leftJoin('listings as l', (join) => join.onRef('l.provider_id', '=', 'p.id').on(`l.${by}`, '=', param('key')))
+      .select(['p.event_count', ...STATE_COLUMN_NAMES.map((name) => `l.${name}` as const)])
+      .where('p.id', '=', param('providerId')),
+  )
+
+/** The standby's read of one listing: the listing if there, and the position it was read at. */
+async function positionedState(
+  query: ReturnType<typeof positionedStateQuery>,
+  providerId: string,
+  key: string,
+): Promise<PositionedRead<ListingState | undefined>> {
+  const [row] = await query.execute({ providerId, key })
+  if (!row) return { position: undefined, value: undefined }
+  const { event_count, ...state } = row
+  return { position: event_count, value: state.id === null ? undefined : stateFromRow(state as StateRow) }
+}
+
+function pageData(rows: readonly PageRow[]): ListingsPageData {
+  const recordCount = rows[0]?.listing_count ?? 0
+  const listings: PageListing[] = []
+  for (const row of rows) {
+    if (row.id === null) continue // the provider's row alone: past the end
+    listings.push({
+      id: row.id,
+      referenceId: row.reference_id as string,
+      expiresAtUnix: row.expires_at_unix as number,
+      withdrawn: row.withdrawn_at_ms !== null,
+      soldOut: row.sold_out === 1,
+      version: row.version as number,
+      expiryRecorded: row.expiry_recorded === 1,
+      brandNameAr: row.brand_name_ar as string,
+      brandNameEn: row.brand_name_en as string,
+      items: pageItems(row.items_record as string),
+    })
+  }
+  return { recordCount, listings }
+}
+
 export class ListingRepository {
-  readonly #pageQuery: PreparedQuery<{ providerId: string; skip: number; skipPlusLimit: number }, PageRow>
+  readonly #pageQuery: PreparedQuery<PageParams, PageRow>
   readonly #referenceQuery: PreparedQuery<{ providerId: string; referenceId: string }, { id: string; expires_at_unix: number; request_hash: string }>
 
-  readonly #byId: PreparedQuery<{ providerId: string; listingId: string }, StateRow>
-  readonly #byReference: PreparedQuery<{ providerId: string; referenceId: string }, StateRow>
+  /** One listing by id or by referenceId (the caller's own only). */
+  readonly #one: Record<OneBy, PreparedQuery<{ providerId: string; key: string }, StateRow>>
 
   /**
    * PostgreSQL: identical page reads share one query, the next one to start after they arrive (never one that
@@ -49,7 +141,22 @@ export class ListingRepository {
    */
   readonly #samePage?: TrailingBatches<PageRequest, ListingsPageData>
 
-  constructor(database: Database) {
+  /** DATABASE_READ_URL: the page and the one-listing reads on the standby, while it has replayed the provider's writes. */
+  readonly #standby?: {
+    reads: ReadYourWrites
+    page: PreparedQuery<PageParams, PageRow>
+    one: Record<OneBy, ReturnType<typeof positionedStateQuery>>
+  }
+
+  /** `reads`: given when DATABASE_READ_URL is set. The create's reference check always reads the primary. */
+  constructor(database: Database, reads?: ReadYourWrites) {
+    if (reads) {
+      this.#standby = {
+        reads,
+        page: pageQuery(reads.replica),
+        one: { id: positionedStateQuery(reads.replica, 'id'), reference_id: positionedStateQuery(reads.replica, 'reference_id') },
+      }
+    }
     if (database.dialect === 'postgres') {
       this.#samePage = new TrailingBatches(async (requests) => {
         const page = await this.#readPage(requests[0] as PageRequest)
@@ -64,37 +171,12 @@ export class ListingRepository {
         .where('reference_id', '=', param('referenceId')),
     )
     // The caller's own listings only: another provider's id is as unknown as one that does not exist.
-    this.#byId = new PreparedQuery(database.kysely, (db, param) =>
-      db.selectFrom('listings').select(STATE_COLUMN_NAMES).where('id', '=', param('listingId')).where('provider_id', '=', param('providerId')),
-    )
-    this.#byReference = new PreparedQuery(database.kysely, (db, param) =>
-      db.selectFrom('listings').select(STATE_COLUMN_NAMES).where('reference_id', '=', param('referenceId')).where('provider_id', '=', param('providerId')),
-    )
-    this.#pageQuery = new PreparedQuery(database.kysely, (db, param) =>
-      db
-        .selectFrom('providers as p')
-        .leftJoin('listings as l', (join) =>
-          join
-            .onRef('l.provider_id', '=', 'p.id')
-            .on((eb) => eb('l.seq', '>', eb('p.listing_count', '-', param('skipPlusLimit'))))
-            .on((eb) => eb('l.seq', '<=', eb('p.listing_count', '-', param('skip')))),
-        )
-        .select([
-          'p.listing_count',
-          'l.id',
-          'l.reference_id',
-          'l.expires_at_unix',
-          'l.withdrawn_at_ms',
-          'l.sold_out',
-          'l.version',
-          'l.expiry_recorded',
-          'l.brand_name_ar',
-          'l.brand_name_en',
-          'l.items_record',
-        ])
-        .where('p.id', '=', param('providerId'))
-        .orderBy('l.seq', 'desc'),
-    )
+    const one = (by: OneBy) =>
+      new PreparedQuery<{ providerId: string; key: string }, StateRow>(database.kysely, (db, param) =>
+        db.selectFrom('listings').select(STATE_COLUMN_NAMES).where(by, '=', param('key')).where('provider_id', '=', param('providerId')),
+      )
+    this.#one = { id: one('id'), reference_id: one('reference_id') }
+    this.#pageQuery = pageQuery(database.kysely)
   }
 
   async findByReference(providerId: string, referenceId: string): Promise<StoredListingRef | undefined> {
@@ -102,46 +184,42 @@ export class ListingRepository {
     return row && { listingId: row.id, expiresAtUnix: row.expires_at_unix, requestHash: row.request_hash }
   }
 
-  async findById(providerId: string, listingId: string): Promise<ListingState | undefined> {
-    const [row] = await this.#byId.execute({ providerId, listingId })
-    return row && stateFromRow(row)
+  findById(providerId: string, listingId: string): Promise<ListingState | undefined> {
+    return this.#findOne('id', providerId, listingId)
   }
 
-  async findStateByReference(providerId: string, referenceId: string): Promise<ListingState | undefined> {
-    const [row] = await this.#byReference.execute({ providerId, referenceId })
-    return row && stateFromRow(row)
+  findStateByReference(providerId: string, referenceId: string): Promise<ListingState | undefined> {
+    return this.#findOne('reference_id', providerId, referenceId)
   }
 
-  /**
-   * One page, newest first, in one statement (one snapshot, one round trip). Sequence numbers are dense
-   * (1..recordCount) and follow creation order, so page N is the seq range (count − N·limit, count − (N−1)·limit]
-   * of the provider's counter row: an index range, as cheap at page 10,000 as at page 1, and recordCount is
-   * read in the same statement. The left join keeps the provider's row when the page is past the end.
-   */
+  async #findOne(by: OneBy, providerId: string, key: string): Promise<ListingState | undefined> {
+    const onPrimary = async () => {
+      const [row] = await this.#one[by].execute({ providerId, key })
+      return row && stateFromRow(row)
+    }
+    const standby = this.#standby
+    if (!standby) return onPrimary()
+    return standby.reads.read(providerId, () => positionedState(standby.one[by], providerId, key), onPrimary)
+  }
+
+  /** One page, newest first (pageQuery); on the standby when it has replayed the provider's writes. */
   page(providerId: string, { page, limit }: ListListingsParams): Promise<ListingsPageData> {
     const skip = (page - 1) * limit
     return this.#samePage ? this.#samePage.submit(`${providerId} ${skip} ${limit}`, { providerId, skip, limit }) : this.#readPage({ providerId, skip, limit })
   }
 
   async #readPage({ providerId, skip, limit }: PageRequest): Promise<ListingsPageData> {
-    const rows = await this.#pageQuery.execute({ providerId, skip, skipPlusLimit: skip + limit })
-    const recordCount = rows[0]?.listing_count ?? 0
-    const listings: PageListing[] = []
-    for (const row of rows) {
-      if (row.id === null) continue // the provider's row alone: past the end
-      listings.push({
-        id: row.id,
-        referenceId: row.reference_id as string,
-        expiresAtUnix: row.expires_at_unix as number,
-        withdrawn: row.withdrawn_at_ms !== null,
-        soldOut: row.sold_out === 1,
-        version: row.version as number,
-        expiryRecorded: row.expiry_recorded === 1,
-        brandNameAr: row.brand_name_ar as string,
-        brandNameEn: row.brand_name_en as string,
-        items: pageItems(row.items_record as string),
-      })
-    }
-    return { recordCount, listings }
+    const params = { providerId, skip, skipPlusLimit: skip + limit }
+    const onPrimary = async () => pageData(await this.#pageQuery.execute(params))
+    const standby = this.#standby
+    if (!standby) return onPrimary()
+    return standby.reads.read(
+      providerId,
+      async () => {
+        const rows = await standby.page.execute(params)
+        return { position: rows[0]?.event_count, value: pageData(rows) }
+      },
+      onPrimary,
+    )
   }
 }

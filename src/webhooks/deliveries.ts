@@ -1,4 +1,5 @@
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely, type UpdateQueryBuilder, type UpdateResult } from 'kysely'
+import { byProvider } from '../by-provider.js'
 import { onPostgres } from '../db/dialect.js'
 import type { Tables } from '../db/tables.js'
 import type { EventRow } from '../events/feed.js'
@@ -24,9 +25,12 @@ export interface ClaimArgs {
 /** A claimed delivery with what its attempt needs: the endpoint's URL and secrets, the event and its provider's industry. */
 export interface ClaimedDelivery extends EventRow {
   delivery_id: string
+  provider_id: string
   endpoint_id: string
   /** Attempts made before this one. */
   attempts: number
+  /** When it was due: a claim's deliveries come in this order. */
+  next_attempt_at_ms: number
   url: string
   secret: string
   previous_secret: string | null
@@ -40,17 +44,45 @@ export interface Claim {
   more: boolean
 }
 
+interface Candidate {
+  provider_id: string
+  id: string
+  next_attempt_at_ms: number
+}
+
 /**
- * Takes due deliveries of enabled endpoints by setting their lease. On PostgreSQL the rows are read FOR UPDATE
- * SKIP LOCKED, so two instances claiming at once take different ones; the lease then keeps them out of every
- * other claim until the attempt is recorded or the lease has run out. Endpoints already at their share of
- * attempts in this process, or resting, are passed over in SQL, so one slow receiver with a long queue cannot
- * fill the claim and starve the others. An endpoint that is failing (its last attempt failed) gets one attempt
- * at a time: a receiver that is down is probed, not flooded, and its queue costs the database little.
+ * Takes due deliveries of enabled endpoints by setting their lease. Endpoints already at their share of attempts
+ * in this process, or resting, are passed over in SQL, so one slow receiver with a long queue cannot fill the
+ * claim and starve the others. An endpoint that is failing (its last attempt failed) gets one attempt at a time:
+ * a receiver that is down is probed, not flooded, and its queue costs the database little.
+ *
+ * Provider by provider: the candidates, the oldest due first, are chosen by reads across providers that lock
+ * nothing (dueCandidates); then each provider's are leased by a transaction of its own (leaseDeliveries), on that
+ * provider's rows alone. There each is read again FOR UPDATE SKIP LOCKED on PostgreSQL and must still be free,
+ * so two instances claiming at once take different ones; the lease then keeps them out of every other claim until
+ * the attempt is recorded or the lease has run out.
  */
-export function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Claim> {
+export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Claim> {
+  const { candidates, more } = await dueCandidates(db, args)
+  const chosen = candidates.slice(0, args.limit)
+  const deliveries: ClaimedDelivery[] = []
+  for (const [providerId, rows] of byProvider(chosen)) {
+    deliveries.push(
+      ...(await leaseDeliveries(
+        db,
+        providerId,
+        rows.map((row) => row.id),
+        args,
+      )),
+    )
+  }
+  deliveries.sort((a, b) => a.next_attempt_at_ms - b.next_attempt_at_ms)
+  return { deliveries, more: more || candidates.length > chosen.length }
+}
+
+/** Each endpoint's oldest free due deliveries, up to its room, all in due order; whether any endpoint has more. */
+function dueCandidates(db: Kysely<Tables>, args: ClaimArgs): Promise<{ candidates: Candidate[]; more: boolean }> {
   return db.transaction().execute(async (tx) => {
-    const postgres = onPostgres(tx)
     const passedOver = [
       ...Object.entries(args.running)
         .filter(([, n]) => n >= args.perEndpoint)
@@ -61,7 +93,7 @@ export function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Cl
     // all. Asking the deliveries first, in due order, had to step over every delivery owed to such an endpoint.
     const endpoints = await tx
       .selectFrom('webhook_endpoints as w')
-      .select(['w.id', 'w.failing_since_ms'])
+      .select(['w.provider_id', 'w.id', 'w.failing_since_ms'])
       .where('w.status', '=', 'enabled')
       .$if(passedOver.length > 0, (qb) => qb.where('w.id', 'not in', passedOver))
       .where((eb) =>
@@ -69,17 +101,19 @@ export function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Cl
           eb
             .selectFrom('webhook_deliveries as x')
             .select(sql.lit(1).as('one'))
+            .whereRef('x.provider_id', '=', 'w.provider_id')
             .whereRef('x.endpoint_id', '=', 'w.id')
             .where('x.next_attempt_at_ms', '<=', args.nowMs),
         ),
       )
+      .orderBy('w.provider_id')
       .orderBy('w.id')
       .execute()
     // Each endpoint's oldest due deliveries, read in index order. PostgreSQL without statistics on
     // webhook_deliveries (a new table, or autovacuum off) plans a bitmap scan of all of them and a sort instead:
     // only this transaction is told not to.
-    if (postgres) await sql`set local enable_bitmapscan = off`.execute(tx)
-    const candidates: Array<{ id: string; next_attempt_at_ms: number }> = []
+    if (onPostgres(tx)) await sql`set local enable_bitmapscan = off`.execute(tx)
+    const candidates: Candidate[] = []
     let more = false
     for (const endpoint of endpoints) {
       const cap = endpoint.failing_since_ms === null ? args.perEndpoint : 1
@@ -87,32 +121,54 @@ export function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Cl
       if (room <= 0) continue
       const due = await tx
         .selectFrom('webhook_deliveries')
-        .select(['id', 'next_attempt_at_ms'])
+        .select(['provider_id', 'id', 'next_attempt_at_ms'])
+        .where('provider_id', '=', endpoint.provider_id)
         .where('endpoint_id', '=', endpoint.id)
         .where('next_attempt_at_ms', '<=', args.nowMs)
         .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<=', args.nowMs)]))
         .orderBy('next_attempt_at_ms')
         .limit(room)
-        .$if(postgres, (qb) => qb.forUpdate().skipLocked())
         .execute()
       // A full share may leave more behind; the endpoint's attempts ending will call the next claim.
       if (due.length === room) more = true
       candidates.push(...due)
     }
-    if (candidates.length === 0) return { deliveries: [], more }
     candidates.sort((a, b) => a.next_attempt_at_ms - b.next_attempt_at_ms)
-    const taken = candidates.slice(0, args.limit).map((candidate) => candidate.id)
-    if (candidates.length > taken.length) more = true
-    await tx.updateTable('webhook_deliveries').set({ lease_until_ms: args.leaseUntilMs }).where('id', 'in', taken).execute()
-    const deliveries = await tx
+    return { candidates, more }
+  })
+}
+
+/** Leases those of one provider's deliveries `ids` that are still due and free, and reads what their attempts need. */
+function leaseDeliveries(db: Kysely<Tables>, providerId: string, ids: readonly string[], args: ClaimArgs): Promise<ClaimedDelivery[]> {
+  return db.transaction().execute(async (tx) => {
+    const free = await tx
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('provider_id', '=', providerId)
+      .where('id', 'in', ids)
+      .where('next_attempt_at_ms', '<=', args.nowMs)
+      .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<=', args.nowMs)]))
+      .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
+      .execute()
+    if (free.length === 0) return []
+    const taken = free.map((row) => row.id)
+    await tx
+      .updateTable('webhook_deliveries')
+      .set({ lease_until_ms: args.leaseUntilMs })
+      .where('provider_id', '=', providerId)
+      .where('id', 'in', taken)
+      .execute()
+    return tx
       .selectFrom('webhook_deliveries as dl')
-      .innerJoin('webhook_endpoints as w', 'w.id', 'dl.endpoint_id')
-      .innerJoin('events as e', 'e.id', 'dl.event_id')
+      .innerJoin('webhook_endpoints as w', (join) => join.onRef('w.provider_id', '=', 'dl.provider_id').onRef('w.id', '=', 'dl.endpoint_id'))
+      .innerJoin('events as e', (join) => join.onRef('e.provider_id', '=', 'dl.provider_id').onRef('e.id', '=', 'dl.event_id'))
       .innerJoin('providers as p', 'p.id', 'dl.provider_id')
       .select([
         'dl.id as delivery_id',
+        'dl.provider_id',
         'dl.endpoint_id',
         'dl.attempts',
+        'dl.next_attempt_at_ms',
         'w.url',
         'w.secret',
         'w.previous_secret',
@@ -124,16 +180,16 @@ export function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Cl
         'e.snapshot',
         'p.industry',
       ])
+      .where('dl.provider_id', '=', providerId)
       .where('dl.id', 'in', taken)
-      .orderBy('dl.next_attempt_at_ms')
       .execute()
-    return { deliveries, more }
   })
 }
 
 /** What one attempt came to, and what follows for its delivery (decided by the worker from the schedule). */
 export interface AttemptRecord {
   deliveryId: string
+  providerId: string
   endpointId: string
   eventId: string
   type: string
@@ -180,16 +236,42 @@ export function disableReason(gone: boolean, failingSinceMs: number, nowMs: numb
 
 /**
  * Records attempts: the log, the deliveries (removed when done, rescheduled otherwise, the lease released) and
- * their endpoints (the run of failures; disabled on 410 or after five days of failures). An attempt whose
- * delivery is no longer owed — its endpoint was deleted, or another instance recorded it after our lease ran
- * out — leaves no trace. Returns the endpoints this disabled.
+ * their endpoints (the run of failures; disabled on 410 or after five days of failures). Provider by provider,
+ * one transaction each (recordProviderAttempts). Returns the endpoints this disabled.
  */
-export function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfterMs }: RecordArgs): Promise<string[]> {
-  if (records.length === 0) return Promise.resolve([])
+export async function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfterMs }: RecordArgs): Promise<string[]> {
+  const disabled: string[] = []
+  const rows = records.map((record) => ({ provider_id: record.providerId, record }))
+  for (const [providerId, own] of byProvider(rows)) {
+    disabled.push(
+      ...(await recordProviderAttempts(
+        db,
+        providerId,
+        own.map((row) => row.record),
+        nowMs,
+        disableAfterMs,
+      )),
+    )
+  }
+  return disabled
+}
+
+/**
+ * One provider's attempts, in one transaction. An attempt whose delivery is no longer owed — its endpoint was
+ * deleted, or another instance recorded it after our lease ran out — leaves no trace.
+ */
+function recordProviderAttempts(
+  db: Kysely<Tables>,
+  providerId: string,
+  records: readonly AttemptRecord[],
+  nowMs: number,
+  disableAfterMs: number,
+): Promise<string[]> {
   return db.transaction().execute(async (tx) => {
     const owed = await tx
       .selectFrom('webhook_deliveries')
       .select('id')
+      .where('provider_id', '=', providerId)
       .where(
         'id',
         'in',
@@ -202,12 +284,13 @@ export function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfte
     if (recorded.length === 0) return []
 
     const done = recorded.filter((record) => record.retryAtMs === null).map((record) => record.deliveryId)
-    if (done.length > 0) await tx.deleteFrom('webhook_deliveries').where('id', 'in', done).execute()
+    if (done.length > 0) await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('id', 'in', done).execute()
     for (const record of recorded) {
       if (record.retryAtMs === null) continue
       await tx
         .updateTable('webhook_deliveries')
         .set({ attempts: record.attempt, next_attempt_at_ms: record.retryAtMs, lease_until_ms: null })
+        .where('provider_id', '=', providerId)
         .where('id', '=', record.deliveryId)
         .execute()
     }
@@ -215,6 +298,7 @@ export function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfte
       .insertInto('webhook_attempts')
       .values(
         recorded.map((record) => ({
+          provider_id: providerId,
           endpoint_id: record.endpointId,
           event_id: record.eventId,
           event_type: record.type,
@@ -240,26 +324,23 @@ export function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfte
     }
     const disabled: string[] = []
     for (const endpointId of [...latest.keys()].sort()) {
+      const endpoint = (qb: UpdateQueryBuilder<Tables, 'webhook_endpoints', 'webhook_endpoints', UpdateResult>) =>
+        qb.where('provider_id', '=', providerId).where('id', '=', endpointId)
       if ((latest.get(endpointId) as AttemptRecord).succeeded) {
-        await tx
-          .updateTable('webhook_endpoints')
-          .set({ failing_since_ms: null })
-          .where('id', '=', endpointId)
-          .where('failing_since_ms', 'is not', null)
-          .execute()
+        await tx.updateTable('webhook_endpoints').set({ failing_since_ms: null }).$call(endpoint).where('failing_since_ms', 'is not', null).execute()
         continue
       }
-      const endpoint = await tx
+      const failing = await tx
         .updateTable('webhook_endpoints')
         .set((eb) => ({ failing_since_ms: eb.fn.coalesce('failing_since_ms', eb.cast<number>(eb.val(firstFailure.get(endpointId) as number), 'bigint')) }))
-        .where('id', '=', endpointId)
+        .$call(endpoint)
         .where('status', '=', 'enabled')
         .returning('failing_since_ms')
         .executeTakeFirst()
-      if (!endpoint) continue
-      const reason = disableReason(gone.has(endpointId), Number(endpoint.failing_since_ms), nowMs, disableAfterMs)
+      if (!failing) continue
+      const reason = disableReason(gone.has(endpointId), Number(failing.failing_since_ms), nowMs, disableAfterMs)
       if (reason === null) continue
-      await tx.updateTable('webhook_endpoints').set({ status: 'disabled', disabled_reason: reason }).where('id', '=', endpointId).execute()
+      await tx.updateTable('webhook_endpoints').set({ status: 'disabled', disabled_reason: reason }).$call(endpoint).execute()
       disabled.push(endpointId)
     }
     return disabled

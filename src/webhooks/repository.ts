@@ -55,15 +55,15 @@ export function endpointView(row: EndpointRow): WebhookEndpoint {
 }
 
 type PendingRow = Pick<WebhookDeliveriesTable, 'event_id' | 'event_type' | 'attempts' | 'next_attempt_at_ms'>
-type AttemptRow = Omit<WebhookAttemptsTable, 'endpoint_id'>
+type AttemptRow = Omit<WebhookAttemptsTable, 'provider_id' | 'endpoint_id'>
 
 /** A provider's webhook endpoints, their changes, and their delivery log. */
 export class WebhookRepository {
   readonly #db: Kysely<Tables>
   readonly #list: PreparedQuery<{ providerId: string }, EndpointRow>
   readonly #one: PreparedQuery<{ providerId: string; id: string }, EndpointRow>
-  readonly #pending: PreparedQuery<{ endpointId: string; limit: number }, PendingRow>
-  readonly #attempts: PreparedQuery<{ endpointId: string; limit: number }, AttemptRow>
+  readonly #pending: PreparedQuery<{ providerId: string; endpointId: string; limit: number }, PendingRow>
+  readonly #attempts: PreparedQuery<{ providerId: string; endpointId: string; limit: number }, AttemptRow>
 
   constructor(database: Database) {
     this.#db = database.writer
@@ -78,6 +78,7 @@ export class WebhookRepository {
       db
         .selectFrom('webhook_deliveries')
         .select(['event_id', 'event_type', 'attempts', 'next_attempt_at_ms'])
+        .where('provider_id', '=', param('providerId'))
         .where('endpoint_id', '=', param('endpointId'))
         .orderBy('next_attempt_at_ms', 'desc')
         .limit(param('limit')),
@@ -86,6 +87,7 @@ export class WebhookRepository {
       db
         .selectFrom('webhook_attempts')
         .select(['event_id', 'event_type', 'attempt', 'outcome', 'response_status', 'duration_ms', 'at_ms', 'error'])
+        .where('provider_id', '=', param('providerId'))
         .where('endpoint_id', '=', param('endpointId'))
         .orderBy('at_ms', 'desc')
         .limit(param('limit')),
@@ -146,8 +148,8 @@ export class WebhookRepository {
         .returning('id')
         .executeTakeFirst()
       if (!gone) return false
-      await tx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', endpointId).execute()
-      await tx.deleteFrom('webhook_attempts').where('endpoint_id', '=', endpointId).execute()
+      await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('endpoint_id', '=', endpointId).execute()
+      await tx.deleteFrom('webhook_attempts').where('provider_id', '=', providerId).where('endpoint_id', '=', endpointId).execute()
       return true
     })
   }
@@ -176,8 +178,11 @@ export class WebhookRepository {
   }
 
   /** The endpoint's log, newest first: attempts made, and the next attempt of each delivery still owed. */
-  async deliveries(endpointId: string, limit: number): Promise<DeliveryAttempt[]> {
-    const [pending, made] = await Promise.all([this.#pending.execute({ endpointId, limit }), this.#attempts.execute({ endpointId, limit })])
+  async deliveries({ providerId, endpointId }: Owned, limit: number): Promise<DeliveryAttempt[]> {
+    const [pending, made] = await Promise.all([
+      this.#pending.execute({ providerId, endpointId, limit }),
+      this.#attempts.execute({ providerId, endpointId, limit }),
+    ])
     const entries: Array<DeliveryAttempt & { atMs: number }> = [
       ...pending.map((row) => ({
         eventId: row.event_id,

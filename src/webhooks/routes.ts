@@ -229,7 +229,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     async (request) => {
       const endpoint = await ownEndpoint(providerOf(request).id, idOf(request.params))
       const { limit } = request.query
-      return { data: await webhooks.deliveries(endpoint.id, limit) }
+      return { data: await webhooks.deliveries({ providerId: endpoint.provider_id, endpointId: endpoint.id }, limit) }
     },
   )
 }

@@ -1,0 +1,89 @@
+import type { Kysely } from 'kysely'
+import type { Database } from './connection.js'
+import { isDatabaseUnavailable } from './dialect.js'
+import { PreparedQuery } from './prepared-query.js'
+import type { Tables } from './tables.js'
+
+/*
+ * Reads from a standby (DATABASE_READ_URL) that never show a provider an older state than one it has been told of
+ * (docs/design/0011-read-replicas.md). A provider's position is its `event_count`: every transaction that changes
+ * one of its listings bumps it (events/record.ts, the create), and it only grows. A read on the standby also reads
+ * the position in the same statement, hence the same snapshot; the primary's position, read at the same time, is
+ * at least that of every write acknowledged before the request. The standby's answer is used when its position
+ * is not below the primary's, else the read runs again on the primary.
+ */
+
+/** A standby read's answer and the provider's position in its snapshot (undefined: the provider is not there yet). */
+export interface PositionedRead<T> {
+  position: number | undefined
+  value: T
+}
+
+/**
+ * Who answered a read meant for the standby: `replica`; `primary-behind` (the standby had not replayed the
+ * provider's writes, or could not tell); `primary-failed` (the standby was unavailable).
+ */
+export type ReplicaReadOutcome = 'replica' | 'primary-behind' | 'primary-failed'
+
+export class ReadYourWrites {
+  readonly #position: PreparedQuery<{ providerId: string }, { event_count: number }>
+
+  constructor(
+    primary: Kysely<Tables>,
+    /** The standby: repositories build their statements for it on this. */
+    readonly replica: Kysely<Tables>,
+    private readonly observe: (outcome: ReplicaReadOutcome) => void = () => {},
+  ) {
+    this.#position = new PreparedQuery(primary, (db, param) => db.selectFrom('providers').select('event_count').where('id', '=', param('providerId')))
+  }
+
+  /**
+   * `fromReplica`'s answer when the standby holds every write of `providerId` committed before this call, else
+   * `fromPrimary`'s. Both positions are read at once: the standby's read does not wait for the primary's lookup.
+   * `fromReplica` answers undefined when the standby cannot tell (a cursor it does not know yet).
+   */
+  async read<T>(providerId: string, fromReplica: () => Promise<PositionedRead<T> | undefined>, fromPrimary: () => Promise<T>): Promise<T> {
+    const [primary, replica] = await Promise.all([this.#position.execute({ providerId }), this.#orUnavailable(fromReplica())])
+    if (replica === 'unavailable') return this.#answer('primary-failed', fromPrimary)
+    const required = primary[0]?.event_count
+    if (replica === undefined || replica.position === undefined || required === undefined || replica.position < required) {
+      return this.#answer('primary-behind', fromPrimary)
+    }
+    this.observe('replica')
+    return replica.value
+  }
+
+  /**
+   * For reads whose freshness is checked on the primary afterwards (discovery's candidates): the standby's answer,
+   * or the primary's when the standby is unavailable.
+   */
+  async anyReplay<T>(fromReplica: () => Promise<T>, fromPrimary: () => Promise<T>): Promise<T> {
+    const replica = await this.#orUnavailable(fromReplica())
+    if (replica === 'unavailable') return this.#answer('primary-failed', fromPrimary)
+    this.observe('replica')
+    return replica
+  }
+
+  /**
+   * A standby that is down, or that cancels a read in conflict with replay (40001), leaves the read to the
+   * primary rather than answering 503: the primary can serve it.
+   */
+  async #orUnavailable<T>(read: Promise<T>): Promise<T | 'unavailable'> {
+    try {
+      return await read
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) return 'unavailable'
+      throw error
+    }
+  }
+
+  #answer<T>(outcome: ReplicaReadOutcome, fromPrimary: () => Promise<T>): Promise<T> {
+    this.observe(outcome)
+    return fromPrimary()
+  }
+}
+
+/** The instance's standby reads, when DATABASE_READ_URL is set. */
+export function readYourWritesOf(database: Database, observe?: (outcome: ReplicaReadOutcome) => void): ReadYourWrites | undefined {
+  return database.replica && new ReadYourWrites(database.kysely, database.replica, observe)
+}
