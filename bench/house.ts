@@ -38,7 +38,7 @@ import type { Database, openDatabase as OpenDatabase } from '../src/db/connectio
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
 import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
-import { listingBody, machine, ROOT, startService, writeResult, type RunningService } from './lib.js'
+import { cleanUpOnSignals, listingBody, machine, ROOT, startService, writeResult, type RunningService } from './lib.js'
 import type { seed as Seed } from './seed.js'
 
 const { values: args } = parseArgs({
@@ -103,33 +103,7 @@ async function loadBuild(root: string): Promise<BuildCode> {
 }
 
 /** Everything to undo, newest first: run at the end of a dialect, on failure, and on Ctrl-C. */
-const cleanups: Array<() => Promise<void> | void> = []
-let cleaning: Promise<void> | undefined
-/** One clean-up at a time: a signal and the failure it causes in the run both wait for the same one. */
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    while (cleanups.length > 0) {
-      try {
-        await cleanups.pop()?.()
-      } catch (error) {
-        console.error(`clean-up failed: ${(error as Error).message}`)
-      }
-    }
-  })().finally(() => (cleaning = undefined))
-  return cleaning
-}
-// Every signal, not only the first: Ctrl-C reaches this process twice under `npm run` (the terminal sends it to
-// the group, and npm passes it on), and the default action of a second one would end it before its databases
-// were dropped.
-let stopping = false
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopping) return
-    stopping = true
-    console.error(`${signal}: stopping the services and dropping the databases`)
-    void cleanUp().then(() => process.exit(130))
-  })
-}
+const cleanups = cleanUpOnSignals('stopping the services and dropping the databases')
 
 async function freshDatabase(dialect: Dialect): Promise<{ url: string; drop(): Promise<void> }> {
   if (dialect === 'sqlite') {
@@ -167,7 +141,7 @@ interface Served {
 async function serve(dialect: Dialect, build: Build, images: ImageServer): Promise<Served> {
   const code = await loadBuild(build.root)
   const fresh = await freshDatabase(dialect)
-  cleanups.push(() => fresh.drop())
+  cleanups.add(() => fresh.drop())
   const started = performance.now()
   const database = code.openDatabase(fresh.url)
   let pagesToken: string
@@ -188,7 +162,7 @@ async function serve(dialect: Dialect, build: Build, images: ImageServer): Promi
   const seedSeconds = (performance.now() - started) / 1000
   console.error(`${dialect} ${build.label} (${build.root}): seeded ${LISTINGS} listings in ${seedSeconds.toFixed(1)} s`)
   const service = await startService({ DATABASE_URL: fresh.url, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, pagesToken, join(build.root, 'dist'))
-  cleanups.push(() => service.stop())
+  cleanups.add(() => service.stop())
 
   // What is measured must answer as expected: full pages at both ends, and a create accepted.
   const page = async (n: number) => {
@@ -290,7 +264,7 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
     for (const build of BUILDS) served.push(await serve(dialect, build, images))
     const [a, b] = served as [Served, Served]
     const ceiling = SCENARIOS.includes('page1') ? await startCeiling(b.pageOneBytes) : undefined
-    if (ceiling) cleanups.push(() => ceiling.stop())
+    if (ceiling) cleanups.add(() => ceiling.stop())
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? [a, b] : [b, a]
       for (const scenario of SCENARIOS) {
@@ -310,7 +284,7 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
       }
     }
   } finally {
-    await cleanUp()
+    await cleanups.run()
   }
 
   const [a, b] = served as [Served, Served]

@@ -17,15 +17,21 @@ export interface RunningService {
 /**
  * The service as `npm start` runs it (dist/), on a fresh SQLite file unless DATABASE_URL is given. On an empty
  * database the demo provider's token is read from the banner; on a seeded one, pass the seeded token.
- * `dist` runs another build instead, e.g. an earlier commit's, to measure a change in one run.
+ * `dist` runs another build instead, e.g. an earlier commit's, to measure a change in one run. `serveArgs` go after
+ * `serve` (`--no-migrate` for an instance of a fleet whose database was migrated once, beforehand).
  */
-export async function startService(env: Record<string, string> = {}, token?: string, dist = join(ROOT, 'dist')): Promise<RunningService> {
+export async function startService(
+  env: Record<string, string> = {},
+  token?: string,
+  dist = join(ROOT, 'dist'),
+  serveArgs: string[] = [],
+): Promise<RunningService> {
   const dir = mkdtempSync(join(tmpdir(), 'listing-bench-'))
   // stdout goes to a file, as a log shipper tailing it would take it: the service writes its log synchronously,
   // so a pipe read by this process (busy generating load) could fill up and hold the service back.
   const logPath = join(dir, 'stdout.log')
   const log = openSync(logPath, 'w')
-  const child = spawn(process.execPath, [join(dist, 'cli/main.js'), 'serve'], {
+  const child = spawn(process.execPath, [join(dist, 'cli/main.js'), 'serve', ...serveArgs], {
     env: {
       PATH: process.env.PATH,
       PORT: '0',
@@ -181,4 +187,46 @@ export function listingBody(referenceId: string, brandImageUrl: string, itemImag
       ...(imageUrl ? { imageUrl } : {}),
     })),
   }
+}
+
+export interface CleanUps {
+  /** Something to undo (a service to stop, a database to drop): undone before what was added earlier. */
+  add(undo: () => Promise<void> | void): void
+  /** Undoes everything added so far, newest first, and may be added to and run again after. */
+  run(): Promise<void>
+}
+
+/**
+ * What a benchmark must undo, run at its end, on failure, and on SIGINT or SIGTERM (then it exits 130), so that
+ * no database or process outlives an interrupted run. `what` says what that is, for the signal's message.
+ */
+export function cleanUpOnSignals(what: string): CleanUps {
+  const undos: Array<() => Promise<void> | void> = []
+  let running: Promise<void> | undefined
+  // One clean-up at a time: a signal and the failure it causes in the run both wait for the same one.
+  const run = () => {
+    running ??= (async () => {
+      while (undos.length > 0) {
+        try {
+          await undos.pop()?.()
+        } catch (error) {
+          console.error(`clean-up failed: ${(error as Error).message}`)
+        }
+      }
+    })().finally(() => (running = undefined))
+    return running
+  }
+  // Every signal, not only the first: Ctrl-C reaches this process twice under `npm run` (the terminal sends it to
+  // the group, and npm passes it on), and the default action of a second one would end it before its databases
+  // were dropped.
+  let stopping = false
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (stopping) return
+      stopping = true
+      console.error(`${signal}: ${what}`)
+      void run().then(() => process.exit(130))
+    })
+  }
+  return { add: (undo) => undos.push(undo), run }
 }
