@@ -69,7 +69,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> 
         const listing = found.get(hit.id)
         if (!listing) continue
         const { state, industry } = listing
-        // Changed since the candidate query (withdrawn, sold out, discounted less): no longer discoverable, left out.
+        // Changed since the candidate query: no longer discoverable.
         if (listing.soldOut || state.withdrawn_at_ms !== null || state.discount_rate < params.minDiscountRate) continue
         data.push({ distanceMeters: Math.round(hit.distance), listing: { ...listingView(state, industry, nowMs), providerId: state.provider_id } })
       }
