@@ -10,10 +10,9 @@ export const problemTypes = {
     status: 400,
     title: 'Invalid request',
     description:
-      'The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or ' +
-      'fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without ' +
-      'a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match ' +
-      'over 1,024 characters.',
+      'The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break ' +
+      'the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an ' +
+      'If-Match or If-None-Match over 1,024 characters.',
   },
   'image-unavailable': {
     status: 400,
@@ -31,7 +30,7 @@ export const problemTypes = {
   forbidden: {
     status: 403,
     title: 'Forbidden',
-    description: 'The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on ' + 'a marketplace route.',
+    description: 'The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route.',
   },
   'not-found': {
     status: 404,
@@ -45,8 +44,7 @@ export const problemTypes = {
     status: 408,
     title: 'Request timeout',
     description:
-      'The headers took longer than HTTP_HEADERS_TIMEOUT_MS, or the whole request longer than ' +
-      'HTTP_REQUEST_TIMEOUT_MS, to arrive; the connection is closed.',
+      'The headers took longer than HTTP_HEADERS_TIMEOUT_MS, or the whole request longer than HTTP_REQUEST_TIMEOUT_MS, to arrive; the connection is closed.',
   },
   'request-headers-too-large': {
     status: 431,
@@ -99,9 +97,8 @@ export const problemTypes = {
     status: 429,
     title: 'Too many requests',
     description:
-      'Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on ' +
-      'IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). ' +
-      'Retry after Retry-After seconds.',
+      'Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked ' +
+      'and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds.',
   },
   internal: {
     status: 500,
@@ -112,10 +109,9 @@ export const problemTypes = {
     status: 503,
     title: 'Service unavailable',
     description:
-      'The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or ' +
-      'connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or ' +
-      'on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the ' +
-      'connection broke just after the database committed, and then the repeat is answered as a replay.',
+      'The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this ' +
+      'instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was ' +
+      'stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay.',
   },
 } as const
 

@@ -24,9 +24,8 @@ export const DiscoverQuery = Type.Object(
         maximum: 50,
         default: DEFAULT_RADIUS_KM,
         description:
-          'Kilometres, more than 0 and at most 50 (default 5). A listing is within it when its great-circle distance ' +
-          '(sphere of radius 6,371,008.8 m) is at most radiusKm × 1000 m, unrounded; the circle crosses the ' +
-          'antimeridian and the poles.',
+          'Kilometres, more than 0 and at most 50 (default 5). A listing is within it when its great-circle distance (sphere of radius 6,371,008.8 m) is at ' +
+          'most radiusKm × 1000 m, unrounded; the circle crosses the antimeridian and the poles.',
         examples: [3],
       }),
     ),
@@ -47,9 +46,8 @@ export const DiscoverQuery = Type.Object(
         maxLength: 300,
         format: 'discovery-cursor',
         description:
-          'The previous page’s `nextCursor`, with the same other parameters (`limit` may change): the next page. A ' +
-          'cursor that is not one, or was given for other parameters, is `400`. Format `discovery-cursor`: a ' +
-          '`nextCursor` of this API.',
+          'The previous page’s `nextCursor`, with the same other parameters (`limit` may change): the next page. A cursor that is not one, or was given for ' +
+          'other parameters, is `400`. Format `discovery-cursor`: a `nextCursor` of this API.',
         examples: [exampleCursor],
       }),
     ),

@@ -30,10 +30,9 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, options:
         security: [],
         summary: 'Prometheus metrics',
         description:
-          'Prometheus text exposition (version 0.0.4): requests by method, route and status with latency histograms, ' +
-          'image probes by outcome with latency, database query latency by operation, and process and Node.js metrics. ' +
-          'No token is needed, like the health probes: restrict who can reach it at the network level (load balancer, ' +
-          'network policy). Label values never hold URLs, provider ids or tokens.',
+          'Prometheus text exposition (version 0.0.4): requests by method, route and status with latency histograms, image probes by outcome with latency, ' +
+          'database query latency by operation, and process and Node.js metrics. No token is needed, like the health probes: restrict who can reach it at ' +
+          'the network level (load balancer, network policy). Label values never hold URLs, provider ids or tokens.',
         // Only while draining: the metrics need no database.
         'x-problems': ['unavailable'],
         response: {

@@ -104,9 +104,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
             scheme: 'bearer',
             bearerFormat: 'lst_ followed by 43 base64url characters',
             description:
-              '`Authorization: Bearer lst_…`, a provider’s token from `listing-service provider create` or `token create`, ' +
-              'or, for discovery only, a marketplace’s from `listing-service marketplace create`. A token of the other ' +
-              'kind than a route serves is `403`.',
+              '`Authorization: Bearer lst_…`, a provider’s token from `listing-service provider create` or `token create`, or, for discovery only, a ' +
+              'marketplace’s from `listing-service marketplace create`. A token of the other kind than a route serves is `403`.',
           },
         },
       },

@@ -79,7 +79,7 @@ const rateLimitHeaders: Record<string, object> = {
     example: '"default";q=600;w=60',
   },
   RateLimit: {
-    description: 'What is left of the quota: `r` requests remaining, `t` seconds until the window resets. Absent when ' + 'RateLimit-Policy is.',
+    description: 'What is left of the quota: `r` requests remaining, `t` seconds until the window resets. Absent when RateLimit-Policy is.',
     schema: { type: 'string' },
     example: '"default";r=599;t=60',
   },

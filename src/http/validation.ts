@@ -111,47 +111,40 @@ const typeNames: Record<string, string> = {
 /** One Ajv error as the place it concerns (a JSON Pointer) and a sentence about it. */
 function describe(error: ErrorObject, field: string): { path: string; detail: string } {
   const params = error.params as Record<string, unknown>
+  if (error.keyword === 'required') return { path: `${error.instancePath}/${escapePointerToken(String(params.missingProperty))}`, detail: 'is required' }
+  if (error.keyword === 'additionalProperties') {
+    return { path: `${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`, detail: `is not an accepted ${field}` }
+  }
+  return { path: error.instancePath, detail: detailOf(error, params) }
+}
+
+function detailOf(error: ErrorObject, params: Record<string, unknown>): string {
+  const limit = String(params.limit)
   switch (error.keyword) {
-    case 'required':
-      return { path: `${error.instancePath}/${escapePointerToken(String(params.missingProperty))}`, detail: 'is required' }
-    case 'additionalProperties':
-      return {
-        path: `${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`,
-        detail: `is not an accepted ${field}`,
-      }
     case 'type':
-      return { path: error.instancePath, detail: `must be ${typeNames[String(params.type)] ?? String(params.type)}` }
+      return `must be ${typeNames[String(params.type)] ?? String(params.type)}`
     case 'minimum':
-      return { path: error.instancePath, detail: `must be >= ${String(params.limit)}` }
+      return `must be >= ${limit}`
     case 'maximum':
-      return { path: error.instancePath, detail: `must be <= ${String(params.limit)}` }
+      return `must be <= ${limit}`
     case 'minLength':
-      return {
-        path: error.instancePath,
-        detail: params.limit === 1 ? 'must not be empty' : `must be at least ${String(params.limit)} characters`,
-      }
+      return params.limit === 1 ? 'must not be empty' : `must be at least ${limit} characters`
     case 'maxLength':
-      return { path: error.instancePath, detail: `must be at most ${String(params.limit)} characters` }
+      return `must be at most ${limit} characters`
     case 'minItems':
-      return {
-        path: error.instancePath,
-        detail: params.limit === 1 ? 'must have at least 1 item' : `must have at least ${String(params.limit)} items`,
-      }
+      return params.limit === 1 ? 'must have at least 1 item' : `must have at least ${limit} items`
     case 'maxItems':
-      return { path: error.instancePath, detail: `must have at most ${String(params.limit)} items` }
+      return `must have at most ${limit} items`
     case 'enum':
-      return {
-        path: error.instancePath,
-        detail: `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}`,
-      }
+      return `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}`
     case 'format': {
       const format = formats[String(params.format)]
-      return { path: error.instancePath, detail: format ? format.message(String(error.data)) : String(error.message) }
+      return format ? format.message(String(error.data)) : String(error.message)
     }
     case 'pattern':
-      return { path: error.instancePath, detail: `must match the pattern ${String(params.pattern)}` }
+      return `must match the pattern ${String(params.pattern)}`
     default:
-      return { path: error.instancePath, detail: error.message ?? 'is invalid' }
+      return error.message ?? 'is invalid'
   }
 }
 
