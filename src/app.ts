@@ -41,32 +41,29 @@ export interface AppDependencies {
   config: Config
   database: Database
   clock?: Clock
-  /** Replaces the image prober built from config (tests use it to pass a prober with their own resolver). */
+  /** Replaces the image prober built from config (tests pass one with their own resolver). */
   checkImages?: ImageCheck
-  /** A pino logger; none means silent (tests). */
+  /** None: silent. */
   logger?: FastifyBaseLogger
-  /** The process's metrics, also given to openDatabase; none makes new ones (without database query times). */
+  /** The process's metrics, also given to openDatabase. */
   metrics?: Metrics
-  /** Shutdown state that server.ts drives on SIGTERM/SIGINT; none means a fresh one nobody drains. */
+  /** Shutdown state that server.ts drives; none: one nobody drains. */
   drain?: Drain
   rateLimit?: {
-    /** Redis key prefix for the counters (tests isolate themselves on a shared Redis). */
+    /** Tests isolate themselves on a shared Redis. */
     keyPrefix?: string
-    /** Called, besides counting it in metrics, each time the store fails and a request is served without limit. */
+    /** Called each time the store fails and a request is served without limit. */
     onStoreError?: (error: Error) => void
   }
 }
 
-/**
- * How often Node looks for requests past their headers or request timeout. Its default (30 s) would let a
- * slow client hold a connection up to 30 s past either timeout.
- */
+/** How often Node looks for requests past their timeouts: its default would let a slow client overstay by that much. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1000
 
-/** Request bodies above this are refused with 413 before they are read (docs/api.md#requests-and-responses). */
-export const BODY_LIMIT_BYTES = 1024 * 1024
+/** docs/api.md#requests-and-responses: larger bodies are 413, refused before they are read. */
+const BODY_LIMIT_BYTES = 1024 * 1024
 
-// docs/api.md#errors: a client's X-Request-Id is echoed when it is at most 128 visible ASCII characters.
+// docs/api.md#errors: a client's X-Request-Id is echoed when it is 1–128 visible ASCII characters.
 const CLIENT_REQUEST_ID = /^[\x21-\x7E]{1,128}$/
 
 const isApiPath = (url: string) => url === '/api/v1' || url.startsWith('/api/v1/') || url.startsWith('/api/v1?')
@@ -84,24 +81,23 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: BODY_LIMIT_BYTES,
-    // Slow or idle clients cannot hold connections for long. The request timeout bounds receiving a request
-    // only, never answering it: a create may wait seconds for its images.
+    // The request timeout bounds receiving a request, never answering it: a create may wait for its images.
     http: {
       headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
       requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
-      // A request without Host is refused by checkHost as problem+json, not by Node with a bare 400.
+      // checkHost refuses it as problem+json instead of Node's bare 400.
       requireHostHeader: false,
     },
-    // Fastify sets these two on the server after creating it, over what `http` gave.
+    // Fastify sets these two on the server after creating it, over `http`.
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     clientErrorHandler: answerClientError,
     frameworkErrors: frameworkErrorHandler,
-    // A referenceId (at most 255 characters) percent-encoded as UTF-8 takes at most 3,060 characters.
+    // Room for a referenceId of 255 characters, percent-encoded as UTF-8.
     routerOptions: { maxParamLength: 4096 },
     logController: new AccessLog(),
-    // Its 503 for requests reaching a closing server is not problem+json: addDrainHooks answers them instead.
+    // Its 503 is not problem+json: addDrainHooks answers instead.
     return503OnClosing: false,
     genReqId(request) {
       const sent = request.headers['x-request-id']
@@ -115,7 +111,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.decorateRequest('principal', null)
   app.decorateRequest('provider', null)
 
-  // Every route's body fits the depth the body parser allows (json-bounds.ts); a deeper schema fails at start-up.
+  // A route whose body schema nests deeper than the body parser allows fails at start-up (json-bounds.ts).
   app.addHook('onRoute', (route) => assertBodyFits(`${String(route.method)} ${route.url}`, route.schema?.body))
   registerJsonBody(app)
 
@@ -132,9 +128,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   // Before any route: compression applies to the routes registered after it, /docs' assets included.
   await registerCompression(app)
-  // Counted in this instance's memory, never through Redis: a coarse guard against one address hammering the
-  // routes without a token (the document, the docs page's assets, the exposition), which need no shared exact
-  // count. The health probes are left free for orchestrators.
+  // In this instance's memory, never Redis: a coarse guard against one address hammering the routes without a
+  // token, which need no shared exact count. The health probes stay free for orchestrators.
   const publicLimiter = limiterFromSettings({ limit: config.PUBLIC_RATE_LIMIT_PER_MINUTE, redisUrl: undefined, clock, keyOf: addressKey })
   if (publicLimiter) {
     app.addHook('onClose', publicLimiter.close)
@@ -142,7 +137,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       if (isPublicDocumentRoute(request.routeOptions.url)) await publicLimiter.onRequest.call(app, request, reply)
     })
   }
-  // First of the routes, so that the document generator sees every route registered after it.
   await registerOpenApi(app)
   registerMetrics(app, metrics, { route: config.METRICS_PORT === undefined })
   await app.register(healthRoutes, { database })
@@ -214,7 +208,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         clock,
         policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       })
-      // The one marketplace route (config.principal); every other route here is a provider's (authenticate.ts).
+      // The one marketplace route (config.principal); every other is a provider's.
       await api.register(discoveryRoutes, { discovery: new DiscoveryRepository(database, reads), cursors: await CursorCodec.of(database), clock })
     },
     { prefix: '/api/v1' },

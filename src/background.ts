@@ -13,7 +13,7 @@ import { WebhookSender } from './webhooks/sender.js'
 import { DeliveryWorker } from './webhooks/worker.js'
 
 export interface BackgroundJobs {
-  /** Waits for the runs in progress (webhook attempts: for a while, then cut off); nothing starts after it is called. */
+  /** Waits for the runs in progress (webhook attempts are cut off after a while); nothing starts after. */
   stop(): Promise<void>
 }
 
@@ -22,7 +22,7 @@ export interface BackgroundDependencies {
   clock: Clock
   logger: FastifyBaseLogger
   metrics: Metrics
-  /** Whether the API is busy: webhook deliveries then give way (http/request-pressure.ts). */
+  /** Whether the API is busy: webhook deliveries then give way. */
   busy: () => boolean
   config: Pick<Config, 'EVENT_RETENTION_DAYS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'>
 }
@@ -30,13 +30,12 @@ export interface BackgroundDependencies {
 const DAY_MS = 24 * 3600 * 1000
 
 /**
- * The work every instance does besides answering requests: recording expiries, delivering webhooks and pruning
- * old events. It runs on every instance at once, safely (the jobs take their rows with SKIP LOCKED or a
- * lease). server.ts starts it once listening and stops it with the drain, before the database closes.
+ * Recording expiries, delivering webhooks and pruning old events: on every instance at once, safely, since the
+ * jobs take their rows with SKIP LOCKED or a lease. Stopped with the drain, before the database closes.
  */
 export function startBackgroundJobs({ db, clock, logger, metrics, busy, config }: BackgroundDependencies): BackgroundJobs {
   const onError = (job: string) => (error: unknown) => {
-    // An outage is reported by requests too; the job simply tries again at its next turn.
+    // Requests report an outage too; the job tries again at its next turn.
     if (isDatabaseUnavailable(error)) logger.warn({ err: error, job }, 'background job: database unavailable')
     else logger.error({ err: error, job }, 'background job failed')
   }

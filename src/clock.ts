@@ -1,4 +1,4 @@
-/** Milliseconds since the Unix epoch. Injected everywhere time matters, so expiry is tested without sleeping. */
+/** Milliseconds since the Unix epoch; injected, so that expiry is tested without sleeping. */
 export type Clock = () => number
 
 export const systemClock: Clock = () => Date.now()

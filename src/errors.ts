@@ -4,19 +4,15 @@ import { isDatabaseCorrupt, isDatabaseUnavailable } from './db/dialect.js'
 import { named, ref } from './http/components.js'
 import { closeAfterLinger } from './http/linger.js'
 
-/**
- * Every error the API returns, by its RFC 9457 `type` (docs/api.md#errors). `description` is what the OpenAPI document
- * tells an integrator about when it happens.
- */
+/** Every error the API returns, by its RFC 9457 `type` (docs/api.md#errors); `description` goes in the OpenAPI document. */
 export const problemTypes = {
   'invalid-request': {
     status: 400,
     title: 'Invalid request',
     description:
-      'The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or ' +
-      'fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without ' +
-      'a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match ' +
-      'over 1,024 characters.',
+      'The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break ' +
+      'the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an ' +
+      'If-Match or If-None-Match over 1,024 characters.',
   },
   'image-unavailable': {
     status: 400,
@@ -34,7 +30,7 @@ export const problemTypes = {
   forbidden: {
     status: 403,
     title: 'Forbidden',
-    description: 'The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on ' + 'a marketplace route.',
+    description: 'The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route.',
   },
   'not-found': {
     status: 404,
@@ -43,13 +39,12 @@ export const problemTypes = {
       'No route has this method and path, or none of your listings, events or webhook endpoints has this id ' +
       '(another provider’s are as unknown as ids that do not exist).',
   },
-  // The next two are answered by the connection before any route sees the request (http/client-errors.ts).
+  // Answered before any route sees the request (http/client-errors.ts).
   'request-timeout': {
     status: 408,
     title: 'Request timeout',
     description:
-      'The headers took longer than HTTP_HEADERS_TIMEOUT_MS, or the whole request longer than ' +
-      'HTTP_REQUEST_TIMEOUT_MS, to arrive; the connection is closed.',
+      'The headers took longer than HTTP_HEADERS_TIMEOUT_MS, or the whole request longer than HTTP_REQUEST_TIMEOUT_MS, to arrive; the connection is closed.',
   },
   'request-headers-too-large': {
     status: 431,
@@ -102,9 +97,8 @@ export const problemTypes = {
     status: 429,
     title: 'Too many requests',
     description:
-      'Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on ' +
-      'IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). ' +
-      'Retry after Retry-After seconds.',
+      'Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked ' +
+      'and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds.',
   },
   internal: {
     status: 500,
@@ -115,10 +109,9 @@ export const problemTypes = {
     status: 503,
     title: 'Service unavailable',
     description:
-      'The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or ' +
-      'connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or ' +
-      'on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the ' +
-      'connection broke just after the database committed, and then the repeat is answered as a replay.',
+      'The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this ' +
+      'instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was ' +
+      'stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay.',
   },
 } as const
 
@@ -150,7 +143,7 @@ const problemTypeList = Object.entries(problemTypes)
   .map(([type, { status }]) => `\`/problems/${type}\` (${status})`)
   .join(', ')
 
-/** The body of every error response (docs/api.md#errors); the OpenAPI document shows it for every error status. */
+/** The body of every error response (docs/api.md#errors). */
 export const ProblemSchema = Type.Object(
   {
     success: Type.Literal(false),
@@ -174,7 +167,7 @@ export type ProblemBody = Static<typeof ProblemSchema>
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 
-/** An error that is meant to reach the client as it is. */
+/** An error meant to reach the client as it is. */
 export class Problem extends Error {
   readonly type: ProblemType
   readonly errors: ProblemDetail[] | undefined
@@ -204,13 +197,13 @@ export class Problem extends Error {
   }
 }
 
-/** A 400 listing every problem found; the summary counts them as the contract's example does. */
+/** A 400 listing every problem found, counted in the summary (docs/api.md#errors). */
 export function invalidRequest(errors: ProblemDetail[]): Problem {
   const detail = errors.length === 1 ? '1 field is invalid' : `${errors.length} fields are invalid`
   return new Problem('invalid-request', detail, { errors })
 }
 
-/** Errors Fastify raises itself before our code runs, mapped to the contract's problem types. */
+/** Errors Fastify raises before our code runs, as problem types. */
 function fromFastifyError(error: FastifyError): Problem | undefined {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -220,18 +213,14 @@ function fromFastifyError(error: FastifyError): Problem | undefined {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return invalidRequest([{ pointer: '', detail: 'body must be a JSON object, not empty' }])
   }
-  // Anything else Fastify flags as the client's fault (bad Content-Length, aborted body…) stays a 400.
+  // Anything else Fastify blames on the client stays a 400.
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     return invalidRequest([{ pointer: '', detail: error.message }])
   }
   return undefined
 }
 
-/**
- * True when the request declares a body that was never read: an error answered before parsing (401, 404,
- * 415…). Keeping such a connection alive would make the server read and discard a body of any size for a
- * client it has already refused, so the connection is closed instead.
- */
+/** A declared body never read (an error before parsing): keeping the connection would mean reading it for a refused client. */
 function bodyLeftUnread(request: FastifyRequest): boolean {
   const { 'transfer-encoding': chunked, 'content-length': length } = request.headers
   return (chunked !== undefined || (length !== undefined && length !== '0')) && request.body === undefined
@@ -245,10 +234,7 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
   return reply.code(problem.status).headers(problem.headers).type(PROBLEM_CONTENT_TYPE).send(problem.toBody())
 }
 
-/**
- * Seconds a client is asked to wait after a 503: a database restart or failover takes seconds, a lock holder
- * milliseconds; sooner retries would only add load while it recovers.
- */
+/** A restart or failover takes seconds; sooner retries would only add load while the database recovers. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
 
 function databaseUnavailable(): Problem {
@@ -260,12 +246,12 @@ function databaseUnavailable(): Problem {
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const problem = error instanceof Problem ? error : fromFastifyError(error)
   if (problem) return sendProblem(request, reply, problem)
-  // The body says nothing of internals; the log line, joined by request id, says everything.
+  // The body says nothing of internals; the log line, found by request id, says everything.
   if (isDatabaseUnavailable(error)) {
     request.log.warn({ err: error }, 'database unavailable')
     return sendProblem(request, reply, databaseUnavailable())
   }
-  // Loudest level: only an operator can repair it, and every request touching the damage will fail.
+  // Loudest level: only an operator can repair it.
   if (isDatabaseCorrupt(error)) request.log.fatal({ err: error }, 'database corruption detected')
   else request.log.error({ err: error }, 'unhandled error')
   return sendProblem(request, reply, new Problem('internal', 'an unexpected error occurred; quote the X-Request-Id'))
@@ -276,10 +262,8 @@ export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
 }
 
 /**
- * Errors of the URL itself, found by the router before any route or hook runs (Fastify's frameworkErrors): a
- * path parameter that is not valid percent-encoding, or longer than the router accepts. Such a path can name
- * no listing, event or endpoint, so the answer is the 404 an unknown id gets; it comes before authentication,
- * as the connection-level 408 and 431 do, and carries the X-Request-Id every response carries.
+ * Fastify's frameworkErrors: a path parameter the router cannot read (bad percent-encoding, too long). Such a path
+ * names nothing, so the answer is the 404 an unknown id gets, before any hook, with an X-Request-Id.
  */
 export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   reply.header('x-request-id', request.id)

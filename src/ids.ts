@@ -29,24 +29,21 @@ function encodeNumber(value: number, digits: number): string {
   return out
 }
 
-/** Digits of a listing id: creation millisecond, then `tick`, then randomness (10 + 7 + 9 = 26, a ULID's shape). */
+/** Digits of a listing id: 26, a ULID's shape. The tick's 35 bits are more listings a millisecond than any provider makes. */
 const TIME_DIGITS = 10
-const TICK_DIGITS = 7 // 35 bits: more listings in one millisecond than any provider can create
-const RANDOM_DIGITS = 9 // 45 bits
+const TICK_DIGITS = 7
+const RANDOM_DIGITS = 9
 
-/** 48-bit millisecond time as 10 characters, most significant first, so ids sort by time. */
+/** Most significant first, so ids sort by time. */
 const encodeTime = (ms: number) => encodeNumber(ms, TIME_DIGITS)
 
-/** The random tail of a listing id. */
 export function listingIdRandomPart(): string {
   return encodeBits(randomBytes(6)).slice(0, RANDOM_DIGITS)
 }
 
 /**
- * A listing id in a ULID's shape (26 Crockford base-32 characters): the creation millisecond, then `tick`, the
- * count of earlier listings of the same provider in that millisecond, then randomness. Within one provider,
- * ids therefore sort exactly as listings were created, which is what makes "creation time, then id,
- * descending" the same order as the per-provider sequence.
+ * The creation millisecond, then `tick` (the provider's earlier listings in that millisecond), then randomness:
+ * within a provider ids sort as listings were created, so "creation time, then id" is the sequence's order.
  */
 export function listingId(createdAtMs: number, tick: number, random = listingIdRandomPart()): string {
   return encodeTime(createdAtMs) + encodeNumber(tick, TICK_DIGITS) + random

@@ -1,9 +1,8 @@
 import { pino, type DestinationStream } from 'pino'
 
 /**
- * Where the service's log lines go. Piped or redirected (a container, systemd, a log shipper): one JSON line each,
- * written synchronously (server.ts says why). On a terminal (someone ran `npm start`): the same lines made
- * readable, one short line each, still synchronous (a TTY write is synchronous in Node).
+ * Where log lines go: JSON, written synchronously (server.ts says why); on a terminal, the same lines made readable
+ * (a TTY write is synchronous in Node).
  */
 export function logDestination(stdout: NodeJS.WriteStream = process.stdout): DestinationStream {
   if (!stdout.isTTY) return pino.destination({ dest: 1, sync: true })
@@ -11,16 +10,16 @@ export function logDestination(stdout: NodeJS.WriteStream = process.stdout): Des
 }
 
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' }
-/** pino's own fields, shown in their places or not at all. */
+/** Fields shown in their places or not at all. */
 const PLACED = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'requestId', 'method', 'route', 'status', 'durationMs', 'err'])
 
-/** A field as it reads: strings as they are, anything else as its JSON. */
+/** Strings as they are, anything else as its JSON. */
 function text(value: unknown): string {
   if (typeof value === 'string') return value
   return value === undefined ? '' : JSON.stringify(value)
 }
 
-/** One pino JSON line as a line for people: time, level, message, then the other fields as key=value. */
+/** One pino JSON line for people: time, level, message, then the other fields as key=value. */
 export function readable(line: string): string {
   let entry: Record<string, unknown>
   try {
@@ -30,7 +29,6 @@ export function readable(line: string): string {
   }
   const time = new Date(Number(entry.time)).toTimeString().slice(0, 8)
   const level = LEVELS[Number(entry.level)] ?? String(entry.level)
-  // The access log's line: what was asked and how it went, as a terminal user reads a request.
   const message =
     entry.msg === 'request' || entry.msg === 'request failed'
       ? `${text(entry.method)} ${text(entry.route ?? '(no route)')} → ${text(entry.status)} in ${text(entry.durationMs)} ms`

@@ -11,18 +11,16 @@ const REPLICA_READ_OUTCOMES: readonly ReplicaReadOutcome[] = ['replica', 'primar
 /** The route label of requests no route matched: a raw URL would let any client create label values at will. */
 export const UNMATCHED_ROUTE = 'unmatched'
 
-/**
- * Every metric the service exposes on GET /metrics (docs/operations.md#metrics), in a registry of its own rather than
- * prom-client's global one, so that several apps in one process (the tests) never share or collide.
- * Label values are bounded and say nothing about callers: a route template, a status, an outcome, an
- * operation; never a URL, provider id or token.
- */
-/** What the webhook delivery worker reports (webhooks/worker.ts). */
+/** What the webhook delivery worker reports. */
 export interface AttemptObserver {
   attempted(succeeded: boolean, seconds: number): void
   firstAttemptLag(seconds: number): void
 }
 
+/**
+ * Every metric of GET /metrics (docs/operations.md#metrics), in a registry of its own so that several apps in one
+ * process (the tests) never collide. Label values are bounded and never name a URL, provider or token.
+ */
 export class Metrics {
   readonly registry = new Registry()
 
@@ -63,7 +61,7 @@ export class Metrics {
     registers: [this.registry],
   })
 
-  /** What the image prober has under way, read at each scrape; nothing until watchImageWork() is called. */
+  /** Read at each scrape. */
   #imageWork: () => ImageWork = () => ({ checks: 0, running: 0, waiting: 0 })
 
   readonly #imageChecks: Gauge = new Gauge({
@@ -124,9 +122,8 @@ export class Metrics {
   })
 
   constructor() {
-    // process_* and nodejs_*: CPU, memory, file descriptors, event loop lag, GC, under their standard names.
     collectDefaultMetrics({ register: this.registry })
-    // Known label values start at 0, so a rate over them exists before their first event.
+    // Known label values start at 0, so that a rate exists before their first event.
     for (const outcome of PROBE_OUTCOMES) {
       this.#probes.inc({ outcome }, 0)
       this.#probeDuration.zero({ outcome })
@@ -142,7 +139,6 @@ export class Metrics {
     this.#replicaReads.inc({ outcome })
   }
 
-  /** The webhook delivery worker's observer. */
   readonly webhookAttempts: AttemptObserver = {
     attempted: (succeeded, seconds) => this.#webhookAttempts.observe({ outcome: succeeded ? 'succeeded' : 'failed' }, seconds),
     firstAttemptLag: (seconds) => this.#webhookLag.observe(seconds),
@@ -155,7 +151,6 @@ export class Metrics {
     this.#requestDuration.observe(labels, seconds)
   }
 
-  /** The ImageProber's observer. */
   readonly imageProbes: ProbeObserver = {
     probed: (outcome: ProbeOutcome, seconds: number) => {
       this.#probes.inc({ outcome })
@@ -164,12 +159,11 @@ export class Metrics {
     reused: (source: (typeof REUSE_SOURCES)[number], count = 1) => this.#probeReuses.inc({ source }, count),
   }
 
-  /** Gives the gauges of image work under way their source: the prober of the app. */
+  /** The source of the image work gauges. */
   watchImageWork(read: () => ImageWork): void {
     this.#imageWork = read
   }
 
-  /** openDatabase's observeQuery. */
   readonly observeQuery = (operation: QueryOperation, seconds: number): void => {
     this.#queryDuration.observe({ operation }, seconds)
   }
@@ -179,7 +173,6 @@ export class Metrics {
     this.#rateLimitStoreErrors.inc()
   }
 
-  /** The Prometheus text exposition of every metric, and its Content-Type. */
   async exposition(): Promise<{ contentType: string; text: string }> {
     return { contentType: this.registry.contentType, text: await this.registry.metrics() }
   }

@@ -1,7 +1,6 @@
 /**
- * A background task run again and again: `intervalMs` after each run ends (runs never overlap), or at once
- * when woken. Errors are handed to `onError` and the task goes on at its next turn. stop() waits for the run
- * in progress, so a drain can close the database after it.
+ * A task run `intervalMs` after each run ends (never overlapping), or at once when woken. Errors go to `onError`.
+ * stop() waits for the run in progress, so that the database can close after it.
  */
 export class Periodic {
   #timer?: NodeJS.Timeout
@@ -39,7 +38,7 @@ export class Periodic {
           setImmediate(() => this.wake())
           return
         }
-        // Unreferenced: a pending turn never keeps the process alive by itself.
+        // A pending turn never keeps the process alive by itself.
         this.#timer = setTimeout(() => this.wake(), this.intervalMs).unref()
       })
   }

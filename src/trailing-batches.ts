@@ -7,26 +7,15 @@ interface Waiter<In, Out> {
 }
 
 /**
- * At most `maxRunning` batches in flight per key (one unless told). Work submitted while they run waits, and
- * all of it goes as the next batch the moment one ends. Alone, an item starts at once (no timer, no added
- * latency); under load, batches grow to whatever arrived during one round trip.
- *
- * Every item is carried out by a batch that starts after it was submitted, never by one already running. For
- * reads that is what keeps read-your-writes: a request is never answered from a query that began before it
- * arrived, which could predate a create the client has already seen acknowledged.
- *
- * Used for PostgreSQL, where one statement for many items costs little more than one for a single item: page
- * reads of one page (identical: one query answers them all) and creates of one provider (one statement, one
- * lock on the provider's counter row, one commit).
+ * At most `maxRunning` batches in flight per key (default one); what is submitted meanwhile goes as the next batch
+ * the moment one ends. Alone, an item starts at once; under load, batches grow to what arrived in one round trip.
+ * An item is never carried out by a batch already running: that keeps read-your-writes for reads.
  */
 export class TrailingBatches<In, Out, Key extends string = string> {
   readonly #keys = new Map<Key, { running: number; waiting: Array<Waiter<In, Out>> }>()
 
   constructor(
-    /**
-     * Carries out one batch of a key's items: one outcome per item, in order. A rejection fails every item of
-     * the batch.
-     */
+    /** One outcome per item, in order; a rejection fails the whole batch. */
     private readonly run: (items: In[], key: Key) => Promise<Array<Settled<Out>>>,
     private readonly options: { maxBatch?: number; maxRunning?: number } = {},
   ) {}
@@ -40,7 +29,7 @@ export class TrailingBatches<In, Out, Key extends string = string> {
     })
   }
 
-  /** Starts batches of what waits, while fewer than maxRunning (default 1) of the key's batches run. */
+  /** Starts batches of what waits, while fewer than maxRunning of the key's batches run. */
   #pump(key: Key, state: { running: number; waiting: Array<Waiter<In, Out>> }): void {
     const { maxBatch = Number.POSITIVE_INFINITY, maxRunning = 1 } = this.options
     while (state.running < maxRunning && state.waiting.length > 0) {

@@ -1,7 +1,4 @@
-/**
- * Values by key, each kept at most `ttlMs`, at most `capacity` of them (least recently used
- * evicted first). A Map iterates in insertion order, so re-inserting on use keeps the oldest first.
- */
+/** At most `capacity` values, each kept at most `ttlMs`, least recently used evicted first (a Map keeps insertion order). */
 export class TtlCache<V> {
   readonly #entries = new Map<string, { value: V; expiresAtMs: number }>()
 

@@ -48,7 +48,7 @@ function required(value: string | undefined, flag: string): string {
 async function withDatabase<T>(work: (database: Database) => Promise<T>): Promise<T> {
   const database = openDatabase(loadConfig(process.env).DATABASE_URL)
   try {
-    // Every command works on a fresh database: migrating is idempotent and cheap when nothing is pending.
+    // So that every command works on a fresh database; cheap when nothing is pending.
     await migrate(database)
     return await work(database)
   } finally {
@@ -92,9 +92,7 @@ async function run(argv: string[]): Promise<unknown> {
     case 'token revoke': {
       const tokenId = parse(rest, {}, 1).positionals[0] as string
       return withDatabase(async (database) => {
-        if (!(await new ProviderRepository(database).revokeToken(tokenId, Date.now()))) {
-          throw new CommandError(`no token with id ${tokenId}`)
-        }
+        if (!(await new ProviderRepository(database).revokeToken(tokenId, Date.now()))) throw new CommandError(`no token with id ${tokenId}`)
         return { id: tokenId, revoked: true }
       })
     }
@@ -107,15 +105,13 @@ async function run(argv: string[]): Promise<unknown> {
       return signInLink(database, loadConfig(process.env), providerId, Date.now())
     })
   }
-  if (group === 'migrate' && argv.length === 1) {
-    return withDatabase(async () => ({ migrated: true }))
-  }
+  if (group === 'migrate' && argv.length === 1) return withDatabase(async () => ({ migrated: true }))
   throw new UsageError(group === undefined ? 'a command is required' : `unknown command: ${argv.join(' ')}`)
 }
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'serve' && (argv.length === 1 || (argv.length === 2 && argv[1] === '--no-migrate'))) {
-    // Loaded only here: the other commands start faster without the HTTP stack.
+    // Loaded only here: the other commands start faster without it.
     const { serve } = await import('../server.js')
     await serve({ migrate: argv[1] !== '--no-migrate' })
     return -1
@@ -145,7 +141,7 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exitCode = code
   },
   (error: unknown) => {
-    // Start-up failures (database unreachable, migration failed): one line, no stack, non-zero exit.
+    // Start-up failures (database unreachable, migration failed): one line, no stack.
     process.stderr.write(`listing-service: ${(error as Error).message}\n`)
     process.exit(1)
   },

@@ -1,28 +1,19 @@
 import type { UnitVector } from './sphere.js'
 
 /*
- * Discovery's spatial index as plain B-tree keys (issue 15 allows "a cell index in plain B-trees"): every
- * listing's position is a cell of a cube around the sphere, numbered so that a cell of any coarser level is one
- * contiguous range of the finest cells' numbers. A circle's candidates are then a few range scans of an
- * ordinary index, on SQLite and PostgreSQL alike, with no special case at the antimeridian or the poles.
- *
- * The cube: a point of the unit sphere belongs to the face of the axis where its coordinate is largest in
- * magnitude (six faces: +x, −x, +y, −y, +z, −z), and is projected onto that face's plane, (u, v) in [−1, 1]²
- * (the other two coordinates divided by the largest one's magnitude). Each face is a 2^20 × 2^20 grid: a cell is
- * ~12 m across at a face's centre and ~6 m at its edges. Its number interleaves the bits of its column and row
- * (Morton order) after the face's: the cells of a square of side 2^k at an aligned position are consecutive.
+ * Discovery's cell index (docs/architecture.md#discovery-a-cell-index-in-plain-b-trees). A point of the unit
+ * sphere belongs to the cube face of its largest coordinate and is projected onto it, (u, v) in [−1, 1]². Each
+ * face is a 2^20 × 2^20 grid whose cell numbers interleave column and row bits (Morton order) after the face's,
+ * so any coarser cell is one contiguous range of finest-cell numbers.
  */
 
 const CELL_LEVEL = 20
 const SIDE = 2 ** CELL_LEVEL
-const CELLS_PER_FACE = SIDE * SIDE // 2^40: face × 2^40 + Morton code stays below 2^43, exact in a double
+const CELLS_PER_FACE = SIDE * SIDE // face × 2^40 + Morton code stays below 2^43, exact in a double
 
 /**
- * At most this many cells of one level per face for a query: the level is the finest at which the circle's
- * bounding rectangle fits in this many. Fewer, coarser cells hold more listings outside the circle; more cells
- * mean more range scans. Measured at the benchmark's dense city (250 m circles, 100k listings): 16 → 2–5
- * ranges and 187 index entries in them, 64 → 113, 256 → 96; with the latitude/longitude check on each entry
- * (spatial-index.ts) all three return 41 for the circle's 33, at 87–95 µs a query. 16 keeps the ranges fewest.
+ * A query uses the finest level at which its rectangle fits in this many cells per face: fewer, coarser cells hold
+ * more listings outside the circle; more cells mean more range scans.
  */
 const MAX_CELLS_PER_FACE = 16
 
@@ -38,8 +29,7 @@ function spread16(x: number): number {
 
 /** Morton code of a column and a row below 2^20: their bits interleaved, the column's in the even positions. */
 function morton(column: number, row: number): number {
-  // The upper 4 bits of each, interleaved, sit above the lower 16's 32 bits: shifted by multiplication, since
-  // JavaScript's bitwise operators work on 32 bits.
+  // The upper 4 bits of each go above the lower 32 by multiplication: bitwise operators work on 32 bits.
   const low = (spread16(column) | (spread16(row) << 1)) >>> 0
   const high = (spread16(column >>> 16) | (spread16(row >>> 16) << 1)) >>> 0
   return high * 2 ** 32 + low
@@ -55,7 +45,7 @@ const AXES = [
   [2, 0, 1],
 ] as const
 
-/** The finest cell's number of a point of the unit sphere (sphere.ts's unitVector of the listing's position). */
+/** The finest cell's number of a point of the unit sphere. */
 export function cellOf(p: UnitVector): number {
   const c = [p.x, p.y, p.z] as const
   const ax = Math.abs(p.x)
@@ -74,17 +64,15 @@ export function cellOf(p: UnitVector): number {
 export type CellRange = [number, number]
 
 /**
- * The level of regions, the coarse cells of the ending-soonest index: 2^8 × 2^8 per face, ~50 km across at a
- * face's centre and ~25 km at its edges. A region is a cell number divided by REGION_DIVISOR (an integer
- * division, the same in SQL); a circle of 50 km meets a few. Its listings, ordered by expiry in the index, are
- * what a window of expiry reads, with the query's bounding box checked on the index entry.
+ * Regions, the coarse cells of the ending-soonest index (2^8 × 2^8 per face): a cell number divided by
+ * REGION_DIVISOR, the same integer division in SQL. A circle of the largest radius meets a few.
  */
 const REGION_LEVEL = 8
 export const REGION_DIVISOR = 4 ** (CELL_LEVEL - REGION_LEVEL)
 
 export const regionOf = (cell: number) => Math.floor(cell / REGION_DIVISOR)
 
-/** 1/√3, less a margin: no point of the sphere whose largest coordinate is this small or smaller exists. */
+/** 1/√3, less a margin: no point of the sphere has a largest coordinate this small. */
 const FACE_MINIMUM = 1 / Math.sqrt(3) - 1e-9
 
 /** The range of p_b / w for p_b in [lo, hi] and w in [wLo, wHi] (0 < wLo ≤ wHi), clamped to a face's [−1, 1]. */
@@ -104,9 +92,8 @@ interface FaceRectangle {
 }
 
 /**
- * For each face the box [centre − half, centre + half]³ reaches, the grid rectangle its points can project to:
- * the face's coordinate w is at least 1/√3 on the face (it is the largest), so u = p_b / w is bounded by the
- * box's ranges of p_b and w. Conservative: every point of the box that belongs to the face is inside.
+ * For each face the box [centre − half, centre + half]³ reaches, the grid rectangle its points can project to
+ * (conservative): on the face w ≥ 1/√3, so u = p_b / w is bounded by the box's ranges of p_b and w.
  */
 function faceRectangles(centre: UnitVector, half: number): FaceRectangle[] {
   const lo = [centre.x - half, centre.y - half, centre.z - half] as const
@@ -138,11 +125,7 @@ function* coveringCells({ face, i0, i1, j0, j1 }: FaceRectangle, shift: number):
   }
 }
 
-/**
- * Ranges of finest-cell numbers that together hold every cell a point of the box [centre − half, centre + half]³
- * can be in (the box holds the query's circle: sphere.ts). Each face's rectangle is covered by cells of the
- * finest level at which MAX_CELLS_PER_FACE do; the ranges come sorted, neighbours merged.
- */
+/** Sorted, merged ranges of finest-cell numbers holding every cell a point of the box can be in. */
 export function cellRanges(centre: UnitVector, half: number): CellRange[] {
   const ranges: CellRange[] = []
   for (const rectangle of faceRectangles(centre, half)) {

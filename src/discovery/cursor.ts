@@ -3,16 +3,10 @@ import type { Database } from '../db/connection.js'
 import type { DiscoverParams } from './schemas.js'
 
 /**
- * The `cursor` of a discovery page: the sort key of the page's last listing (its exact distance in metres, or
- * its expiresAtUnix) and its id, so the next page starts strictly after it (keyset: no listing twice, none
- * skipped while nothing changes, at the same cost for page 1 and page 100). It also carries a fingerprint of
- * the query it continues, so a cursor sent with another point, radius, sort or minimum discount is refused
- * instead of silently answering a different question.
- *
- * Signed: a cursor is only ever one this service issued. Its content reaches the candidate queries as bound
- * values, and a value no page could end on (a fractional expiry, a key past any range) must never get there, so
- * the cursor is authenticated, not merely parsed. The key is the database's (the `service_keys` row made by the
- * migration), so every instance issues and accepts the same cursors. Text: base64url(JSON) "." base64url(MAC).
+ * A discovery page's `cursor`: the sort key and id of its last listing (keyset), and a fingerprint of the query,
+ * so a cursor sent with other parameters is refused rather than answering a different question. Signed, because
+ * its content reaches the candidate queries, with the database's key so that every instance accepts it.
+ * Text: base64url(JSON) "." base64url(MAC).
  */
 export interface CursorKey {
   key: number
@@ -20,9 +14,9 @@ export interface CursorKey {
 }
 
 const LISTING_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/
-/** Long enough to be unguessable, short enough to keep cursors short. */
+/** Unguessable, and short. */
 const MAC_BYTES = 16
-/** Everything a cursor's text may be: the payload's characters, one dot, the MAC's. Linear, anchored, bounded. */
+/** Linear, anchored, bounded. */
 const CURSOR_TEXT = /^[A-Za-z0-9_-]{1,240}\.[A-Za-z0-9_-]{22}$/
 
 const NOT_ONE = 'is not a nextCursor of this API'
@@ -39,7 +33,7 @@ interface Payload {
   id: string
 }
 
-/** What a cursor's text says, when it has a cursor's shape: its payload (not yet known to be the service's). */
+/** A cursor's parts when it has a cursor's shape; not yet known to be the service's. */
 function payloadOf(cursor: string): { payload: string; mac: string; value: Payload } | undefined {
   if (!CURSOR_TEXT.test(cursor)) return undefined
   const [payload, mac] = cursor.split('.') as [string, string]
@@ -56,11 +50,7 @@ function payloadOf(cursor: string): { payload: string; mac: string; value: Paylo
   return { payload, mac, value: { q, k, id } }
 }
 
-/**
- * The `discovery-cursor` format (http/validation.ts): the text's shape, checked with the other parameters, so a
- * garbage cursor is named together with every other bad parameter of the request. Whether the service issued it
- * is the route's to say (CursorCodec.decode).
- */
+/** The `discovery-cursor` format: its shape is validated with the other parameters; whether it was issued, by decode(). */
 export const cursorFormat = {
   validate: (cursor: string) => payloadOf(cursor) !== undefined,
   message: () => NOT_ONE,
@@ -73,7 +63,7 @@ export class CursorCodec {
     this.#key = key
   }
 
-  /** The codec with the key every instance of this database shares. */
+  /** With the key every instance of this database shares. */
   static async of(database: Database): Promise<CursorCodec> {
     const row = await database.kysely.selectFrom('service_keys').select('secret').where('name', '=', 'discovery-cursor').executeTakeFirst()
     if (!row) throw new Error('the discovery-cursor key is missing: the database is not migrated')
@@ -89,11 +79,11 @@ export class CursorCodec {
     return `${payload}.${this.#mac(payload).toString('base64url')}`
   }
 
-  /** The position a cursor names, or a sentence saying why it does not continue this query (for the 400). */
+  /** The position a cursor names, or why it does not continue this query (for the 400). */
   decode(params: DiscoverParams, cursor: string): CursorKey | string {
     const parsed = payloadOf(cursor)
     if (!parsed) return NOT_ONE
-    // Compared as text: base64url's last character has bits no decoder reads, so bytes would accept variants.
+    // As text: base64url's last character has bits no decoder reads, so comparing bytes would accept variants.
     const expected = Buffer.from(this.#mac(parsed.payload).toString('base64url'))
     const sent = Buffer.from(parsed.mac)
     if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) return NOT_ONE

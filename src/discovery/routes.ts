@@ -26,10 +26,9 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> 
         tags: ['discovery'],
         summary: 'Active listings of every provider near a point (marketplace tokens only)',
         description:
-          'Listings `active` now (not withdrawn, not expired, not sold out) within `radiusKm` of the point by ' +
-          'great-circle distance, discounted at least `minDiscountRate`, nearest first or ending soonest. Follow ' +
-          '`nextCursor` for more: each listing comes at most once while nothing changes. A provider’s token is ' +
-          '`403`; this route is for marketplace tokens (`listing-service marketplace create`).',
+          'Listings `active` now (not withdrawn, not expired, not sold out) within `radiusKm` of the point by great-circle distance, discounted at least ' +
+          '`minDiscountRate`, nearest first or ending soonest. Follow `nextCursor` for more: each listing comes at most once while nothing changes. A ' +
+          'provider’s token is `403`; this route is for marketplace tokens (`listing-service marketplace create`).',
         querystring: defaultsFilled<DiscoverParams>(DiscoverQuery),
         response: {
           200: jsonResponse('A page of listings.', DiscoverPage, {
@@ -69,7 +68,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> 
         const listing = found.get(hit.id)
         if (!listing) continue
         const { state, industry } = listing
-        // Changed since the candidate query (withdrawn, sold out, discounted less): no longer discoverable, left out.
+        // Changed since the candidate query: no longer discoverable.
         if (listing.soldOut || state.withdrawn_at_ms !== null || state.discount_rate < params.minDiscountRate) continue
         data.push({ distanceMeters: Math.round(hit.distance), listing: { ...listingView(state, industry, nowMs), providerId: state.provider_id } })
       }

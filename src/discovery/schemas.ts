@@ -2,16 +2,16 @@ import { Type, type Static } from 'typebox'
 import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView } from '../listings/schemas.js'
 
-/** Discovery's shapes (docs/api.md#discovery): the query, and a page of listings with their distances. */
+/* Discovery's query and page (docs/api.md#discovery). */
 
 const closed = { additionalProperties: false } as const
 
-export const DiscoverySorts = ['distance', 'ending_soon'] as const
+const DiscoverySorts = ['distance', 'ending_soon'] as const
 
-/** When radiusKm is not given: a walk or a short ride, the common "near me" question. */
-export const DEFAULT_RADIUS_KM = 5
+/** A walk or a short ride: the common "near me" question. */
+const DEFAULT_RADIUS_KM = 5
 
-/** A cursor's shape (discovery/cursor.ts): its payload, a dot, its signature. */
+/** A cursor's shape: its payload, a dot, its signature. */
 const exampleCursor = `${Buffer.from(JSON.stringify({ q: 'Yd3hK0v9RkqF2mXw', k: 312.48, id: exampleListingView.id })).toString('base64url')}.rG4cQ0s1Zk3Vb8Xy2Pq9Tw`
 
 export const DiscoverQuery = Type.Object(
@@ -24,9 +24,8 @@ export const DiscoverQuery = Type.Object(
         maximum: 50,
         default: DEFAULT_RADIUS_KM,
         description:
-          'Kilometres, more than 0 and at most 50 (default 5). A listing is within it when its great-circle distance ' +
-          '(sphere of radius 6,371,008.8 m) is at most radiusKm × 1000 m, unrounded; the circle crosses the ' +
-          'antimeridian and the poles.',
+          'Kilometres, more than 0 and at most 50 (default 5). A listing is within it when its great-circle distance (sphere of radius 6,371,008.8 m) is at ' +
+          'most radiusKm × 1000 m, unrounded; the circle crosses the antimeridian and the poles.',
         examples: [3],
       }),
     ),
@@ -47,9 +46,8 @@ export const DiscoverQuery = Type.Object(
         maxLength: 300,
         format: 'discovery-cursor',
         description:
-          'The previous page’s `nextCursor`, with the same other parameters (`limit` may change): the next page. A ' +
-          'cursor that is not one, or was given for other parameters, is `400`. Format `discovery-cursor`: a ' +
-          '`nextCursor` of this API.',
+          'The previous page’s `nextCursor`, with the same other parameters (`limit` may change): the next page. A cursor that is not one, or was given for ' +
+          'other parameters, is `400`. Format `discovery-cursor`: a `nextCursor` of this API.',
         examples: [exampleCursor],
       }),
     ),

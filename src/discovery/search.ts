@@ -3,16 +3,10 @@ import { greatCircleMeters } from './sphere.js'
 import type { ActiveFilter, CandidateRow, QueryArea } from './spatial-index.js'
 
 /*
- * Which listings a discovery page holds, decided by the same code on both databases: the spatial index
- * (spatial-index.ts) hands over the candidates around a circle, the exact great-circle distance decides, and the order
- * is made here.
- *
- * Neither order is asked of the database as an ORDER BY over every match: 50,000 listings lie within 10 km of a
- * city centre, and sorting thousands of them for 20 would cost each request milliseconds. Instead the search
- * grows: nearest-first asks a small circle first and widens it until it holds more than `limit` listings (every
- * listing outside a circle of radius ρ is farther than every one inside, so the first `limit + 1` inside are the
- * first overall); ending-soonest asks a short window of expiry first and lengthens it the same way (its index
- * is ordered by expiry within a region). Either search stops at the query's radius, or at the open end of time.
+ * Which listings a discovery page holds, the same on both databases: the index hands over candidates, the exact
+ * distance decides, and the order is made here. Not an ORDER BY over every match, which in a dense city is
+ * thousands for a page of 20: nearest-first widens a small circle until it holds more than `limit` (every listing
+ * outside is farther than every one inside); ending-soonest lengthens a short window of expiry the same way.
  */
 
 export interface SearchQuery {
@@ -22,7 +16,7 @@ export interface SearchQuery {
   sort: 'distance' | 'ending_soon'
   minDiscountRate: number
   limit: number
-  /** The previous page's last listing: this page starts strictly after it in the sort's order. */
+  /** The previous page's last listing: this page starts strictly after it. */
   after: CursorKey | undefined
   nowMs: number
 }
@@ -39,23 +33,17 @@ export type Candidates = (area: QueryArea, filter: ActiveFilter) => Promise<Cand
 
 /** The first circle nearest-first asks: a dense city centre holds a page within it. */
 const FIRST_RADIUS_M = 250
-/**
- * The first window of expiry ending-soonest asks, in seconds: short, since in a dense city every second brings
- * a few expiries within 50 km (a 60-second window fetched 400 there for a page of 20); empty windows double it.
- */
+/** The first window of expiry ending-soonest asks, in seconds: short, since a dense city has expiries every second. */
 const FIRST_WINDOW_S = 4
-/**
- * An ending-soonest window is asked for at most this many rows per listing wanted: a window that holds more is
- * too long (the box's corners and the rest of the filter leave out some, but rarely 7 in 8).
- */
+/** A window holding more rows than this per listing wanted is too long: the filter rarely leaves out 7 in 8. */
 const PROBE_ROWS_PER_WANTED = 8
 /** Past this window the search asks the open end of time: no listing lives a year. */
 const LAST_WINDOW_S = 366 * 24 * 3600
 
 /** How much to widen the next step, from how many listings this one held and how many are wanted. */
 function growth(found: number, wanted: number, dimension: 1 | 2): number {
-  // Density is roughly even at the scale of one step: aim 25% past the wanted count, never less than 1.5× (so a
-  // page that is just short does not take many steps) and never more than 16× (a sparse step says little).
+  // Density is roughly even at one step's scale: aim past the wanted count, bounded both ways (a page just short
+  // should not take many steps, and a sparse step says little).
   const ratio = ((wanted / Math.max(found, 1)) * 1.25) ** (1 / dimension)
   return Math.min(16, Math.max(1.5, ratio))
 }
@@ -65,10 +53,7 @@ const isAfter = (key: number, id: string, after: CursorKey | undefined) => after
 
 const byKeyThenId = (key: (hit: Hit) => number) => (a: Hit, b: Hit) => key(a) - key(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-/**
- * The first `limit + 1` matching listings after the cursor, in the sort's order (the extra one says whether
- * another page exists).
- */
+/** The first `limit + 1` matching listings after the cursor, in order: the extra one says whether another page exists. */
 export async function search(query: SearchQuery, candidates: Candidates): Promise<Hit[]> {
   // Active now: docs/api.md#statuses-and-expiry says expired once now ≥ expiresAtUnix × 1000.
   const firstLiving = Math.floor(query.nowMs / 1000) + 1
@@ -97,13 +82,9 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
 
   const key = (hit: Hit) => hit.expiresAtUnix
   const area: QueryArea = { latitude: query.latitude, longitude: query.longitude, radiusMeters: query.radiusMeters }
-  // Windows follow each other without overlap, and their hits add up: once they hold `wanted`, the first `wanted`
-  // by expiry are among them (every later window's listings expire later). An empty window only doubles the next
-  // one: listings may start expiring much later than now, and a big leap would fetch thousands at once.
-  //
-  // Doubling can overshoot: past a long gap (nothing expiring for hours, then a dense city's worth) one window
-  // held thousands of listings, fetched and measured for a page of 20. So a window longer than a second is
-  // asked with a row limit first: a window that reaches it is halved and asked again, without using its rows.
+  // Windows follow each other, so once their hits hold `wanted`, the first by expiry are among them. An empty
+  // window only doubles the next, and one longer than a second is asked with a row limit: past a long gap, a
+  // window that reaches it is halved and asked again rather than fetching thousands.
   const hits: Hit[] = []
   const probeLimit = PROBE_ROWS_PER_WANTED * wanted
   let from = Math.max(firstLiving, query.after?.key ?? 0)

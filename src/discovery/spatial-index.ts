@@ -4,17 +4,10 @@ import { cellRanges, REGION_DIVISOR, regionsOf } from './cells.js'
 import { chordHalfSide, latLonBounds, unitVector } from './sphere.js'
 
 /*
- * How discovery asks the database for candidates: a cell index in plain B-trees, the same two indexes on both
- * databases (migration 2026-11-24-discovery-cells), partial on "can be active", holding what is read:
- *
- * - nearest-first (no upper end of expiry): listings_near, by ranges of cells (cells.ts) that hold the circle;
- * - ending-soonest windows (an upper end): listings_ending, by region and expiry, so a window reads only the
- *   listings expiring in it.
- *
- * Either way each index entry is checked against the circle's latitude/longitude box (sphere.ts) on the index
- * itself, so what reaches the search (search.ts: exact distance, order) is ~1.3× what lies in the circle. The
- * conditions are written once (conditions()); PostgreSQL's statement differs in form: its fields read as a typed row, a
- * LATERAL join, rows packed in one (postgresCandidatesSql).
+ * Discovery's candidate queries on the cell index (docs/architecture.md#discovery-a-cell-index-in-plain-b-trees):
+ * nearest-first reads listings_near by cell ranges; an ending-soonest window (an upper end of expiry) reads
+ * listings_ending by region and expiry. Each index entry is checked against the circle's latitude/longitude box
+ * on the index itself. The conditions are written once for both dialects.
  */
 
 /** The circle a candidate query is for. */
@@ -27,15 +20,15 @@ export interface QueryArea {
 /** The exact conditions besides the area: what makes a listing discoverable now, and the expiry range asked. */
 export interface ActiveFilter {
   minDiscountRate: number
-  /** Inclusive: nowUnix + 1 or more (docs/api.md#statuses-and-expiry: expired once now ≥ expiresAtUnix). */
+  /** Inclusive (docs/api.md#statuses-and-expiry: expired once now ≥ expiresAtUnix). */
   expiresFrom: number
   /** Inclusive, or no upper end. */
   expiresUntil: number | null
-  /** At most this many rows (a probe: ending-soonest's window is too long if it reaches this), or all of them. */
+  /** At most this many rows (ending-soonest's probe of a window), or all. */
   limit?: number
 }
 
-/** Row of a candidate query: enough to compute the exact distance and the order. */
+/** Enough to compute the exact distance and the order. */
 export interface CandidateRow {
   id: string
   /** With id, the listing's key: what reads it again whole. */
@@ -45,7 +38,6 @@ export interface CandidateRow {
   expires_at_unix: number
 }
 
-/** The parameters of a candidate query. */
 export interface CandidateParams extends Record<string, unknown> {
   /** JSON: `[[first, last], …]` ranges of cells (nearest-first), or `[region, …]` (a window of expiry). */
   keys: string
@@ -61,7 +53,7 @@ export interface CandidateParams extends Record<string, unknown> {
   limit: number
 }
 
-/** The limit that is none: SQLite reads a negative limit as none, PostgreSQL does not; this is far above any area. */
+/** No limit, in both dialects (PostgreSQL does not read a negative one as none). */
 const NO_LIMIT = 2 ** 31 - 1
 
 /** A candidate query's value by name: SQLite's bound parameter, or (PostgreSQL) a field of the batch's query. */
@@ -81,12 +73,7 @@ function conditions(bounded: boolean, value: Value, key: { first: string; last: 
   return { byKey, filter }
 }
 
-/**
- * SQLite's candidate query: every listing that can be active in the keys' cells or regions (a JSON array, each
- * element an index range: SQLite joins in the order written), within the box, passing the filter, with or
- * without an upper end of expiry (which decides the index). The condition "can be active" is the indexes' own,
- * so they are used. Built once per shape (PreparedQuery), bound per request.
- */
+/** SQLite's candidate query: the keys (a JSON array) drive the join, SQLite joining in the order written. */
 export function sqliteCandidatesSql(bounded: boolean, param: Value): RawBuilder<CandidateRow> {
   const { byKey, filter } = conditions(bounded, param, { first: 'r.value ->> 0', last: 'r.value ->> 1', number: 'r.value' })
   return sql<CandidateRow>`
@@ -94,7 +81,7 @@ export function sqliteCandidatesSql(bounded: boolean, param: Value): RawBuilder<
     where ${filter} limit ${param('limit')}`
 }
 
-/** PostgreSQL types of a batch's query fields: its JSON objects are read as rows of these columns. */
+/** A PostgreSQL batch's JSON objects are read as rows of these columns. */
 const FIELD_TYPES: Record<keyof CandidateParams, string> = {
   keys: 'jsonb',
   south: 'float8',
@@ -116,17 +103,10 @@ const QUERY_COLUMNS = sql.raw(
 )
 
 /**
- * PostgreSQL's candidate query: `batch` is a JSON array of queries (candidateBatch), answered one row each, in
- * order. The service sends one query per statement (repository.ts): a statement shared by several requests would
- * fail them all when one of them fails.
- *
- * The batch is read as typed rows once (jsonb_to_recordset), so the filter compares each index entry with plain
- * values: written as `(q.value ->> 'west1')::float8`, every entry looked its bounds up in the JSON and parsed
- * them again: a batch of 16 250 m queries at 1M took ~150–250 µs per query instead of ~80–125 (client included).
- *
- * Each query's candidates come as one row of text (PackedCandidates). Its keys are joined to the listings by a
- * LATERAL subquery that cannot be pulled up (`offset 0`): PostgreSQL's planner, joining freely, scanned the whole
- * index by the other conditions instead (8.8 ms) or read the table (45 ms).
+ * PostgreSQL's candidate query: `batch` is a JSON array of queries (candidateBatch), one packed row each, in
+ * order. The batch is read as typed rows once, so the filter compares each index entry with plain values rather
+ * than parsing JSON per entry. The keys are joined by a LATERAL subquery kept from being pulled up (`offset 0`):
+ * joining freely, the planner scanned the whole index or the table instead.
  */
 export function postgresCandidatesSql(bounded: boolean, param: (name: 'batch') => unknown): RawBuilder<PackedCandidates> {
   const field: Value = (name) => sql.raw(`q."${name}"`)
@@ -146,23 +126,20 @@ export function postgresCandidatesSql(bounded: boolean, param: (name: 'batch') =
     order by q.ordinality`
 }
 
-/** The queries of a PostgreSQL batch as its JSON parameter: each query's fields, its keys as JSON, not as text. */
+/** The queries of a PostgreSQL batch as its JSON parameter, keys as JSON rather than text. */
 export function candidateBatch(queries: readonly CandidateParams[]): string {
   return `[${queries.map(({ keys, ...fields }) => `{"keys":${keys},${JSON.stringify(fields).slice(1)}`).join(',')}]`
 }
 
 /**
- * PostgreSQL's candidates of one query come as one row of text: each candidate's id, provider id, latitude,
- * longitude and expiry, separated by spaces (ids are this service's, made of letters, digits and `_`; a double's text is
- * PostgreSQL's shortest exact one, as pg reads any double). Repeated alone, the query cost the event loop ~105 µs
- * of CPU with its ~40 rows and ~45 µs with them packed in one: 3,387 → 4,378 requests a second in the service at
- * 100k (after VACUUM), before batching.
+ * One query's candidates as one row of text, cheaper for the event loop than a row each: id, provider id, latitude,
+ * longitude and expiry, space-separated (ids hold no spaces; a double's text is PostgreSQL's shortest exact one).
  */
 export interface PackedCandidates {
   packed: string | null
 }
 
-/** One query's candidates from their packed text (PackedCandidates); null is none (string_agg of no rows). */
+/** null is none (string_agg of no rows). */
 export function unpackCandidates(packed: string | null): CandidateRow[] {
   if (packed === null) return []
   const fields = packed.split(' ')

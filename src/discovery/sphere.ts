@@ -1,15 +1,10 @@
 /*
- * Geometry of discovery (docs/api.md#discovery): great-circle distance on a sphere of radius 6,371,008.8 m, and the
- * boxes a query asks the index for. Pure arithmetic, no Kysely: the SQLite writer thread imports it.
- *
- * A listing's position is indexed by its point on the unit sphere in 3-D (x, y, z), not by latitude and
- * longitude: a circle on the sphere is then exactly the set of points within a straight-line (chord) distance
- * of its centre, so the box [centre − chord, centre + chord] contains the whole circle with no special case at
- * the antimeridian (longitude wraps) or at the poles (longitude degenerates). cells.ts numbers the cells of a
- * cube around the sphere; the index holds each listing's cell, and a query reads the cells its box reaches.
+ * Geometry of discovery (docs/api.md#discovery). Pure arithmetic, no Kysely: the SQLite writer thread imports it.
+ * Positions are points of the unit sphere in 3-D: a circle is then every point within a chord of its centre, so a
+ * box around it needs no special case at the antimeridian or the poles.
  */
 
-export const EARTH_RADIUS_M = 6_371_008.8
+const EARTH_RADIUS_M = 6_371_008.8
 
 const RADIANS = Math.PI / 180
 
@@ -27,10 +22,7 @@ export function unitVector(latitude: number, longitude: number): UnitVector {
   return { x: cosPhi * Math.cos(lambda), y: cosPhi * Math.sin(lambda), z: Math.sin(phi) }
 }
 
-/**
- * Great-circle distance in metres, by the haversine formula (well conditioned for the short distances that
- * matter here; the longitude difference needs no wrapping since only its sine is used).
- */
+/** Great-circle distance in metres by haversine: well conditioned at short distances, and no longitude wrapping needed. */
 export function greatCircleMeters(lat1: number, lon1: number, lat2: number, lon2: number): number {
   const sinHalfPhi = Math.sin(((lat2 - lat1) * RADIANS) / 2)
   const sinHalfLambda = Math.sin(((lon2 - lon1) * RADIANS) / 2)
@@ -39,18 +31,16 @@ export function greatCircleMeters(lat1: number, lon1: number, lat2: number, lon2
 }
 
 /**
- * Half the side of the box that holds every point within `meters` of a centre: the chord of that arc on the
- * unit sphere, plus a margin far above the rounding of the coordinates and of the cells' projection (float64,
- * ~1e-16) and far below a metre (1e-9 of the unit sphere is 6 mm). The box only preselects; the exact distance
- * decides.
+ * Half the side of the box that holds every point within `meters` of a centre: the chord on the unit sphere, plus
+ * a margin far above float rounding and far below a metre. The box only preselects; the exact distance decides.
  */
 export function chordHalfSide(meters: number): number {
   const angle = Math.min(Math.PI, meters / EARTH_RADIUS_M)
   return 2 * Math.sin(angle / 2) + 1e-9
 }
 
-/** A latitude/longitude box around a circle: at most two longitude intervals (two across the antimeridian). */
-export interface LatLonBounds {
+/** Two longitude intervals across the antimeridian. */
+interface LatLonBounds {
   south: number
   north: number
   longitudes: Array<[west: number, east: number]>
@@ -60,10 +50,8 @@ export interface LatLonBounds {
 const BOUNDS_MARGIN_DEG = 1e-7
 
 /**
- * The latitudes and longitudes every point within `meters` of (latitude, longitude) lies in: a preselection the
- * index entries are checked against (spatial-index.ts) before a listing is read, cheaper than any distance.
- * Latitude differs by at most the circle's angle; longitude by asin(sin angle ÷ cos latitude), unless the circle
- * holds a pole (then any longitude); an interval past ±180° wraps into a second one.
+ * The latitudes and longitudes every point within `meters` lies in, checked on each index entry: latitude within
+ * the circle's angle; longitude within asin(sin angle ÷ cos latitude), or any when the circle holds a pole.
  */
 export function latLonBounds(latitude: number, longitude: number, meters: number): LatLonBounds {
   const angle = Math.min(Math.PI, meters / EARTH_RADIUS_M)

@@ -1,9 +1,6 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 
-/**
- * docs/operations.md#logs: exactly one JSON line per request, written when it is answered: request id (the logger's
- * binding), provider id, method, route, status, duration. Headers are never logged, so neither is any token.
- */
+/** docs/operations.md#logs: one line per request, when it is answered. Headers are never logged, so neither is any token. */
 export class AccessLog extends LogController {
   constructor() {
     super({ requestIdLogLabel: 'requestId' })

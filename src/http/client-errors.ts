@@ -4,10 +4,8 @@ import type { Socket } from 'node:net'
 import { Problem, PROBLEM_CONTENT_TYPE } from '../errors.js'
 
 /**
- * Node's HTTP parser refuses some requests before any route sees them: a client too slow to send its headers or
- * body (the timeouts in app.ts), headers over the size limit, or bytes that are not HTTP. Fastify answers those
- * with its own JSON; docs/api.md#errors wants every error as problem+json with an X-Request-Id, so this answers them.
- * They concern the connection, not a route, so no operation of the OpenAPI document lists them.
+ * Requests Node's parser refuses before any route sees them (too slow, headers too large, not HTTP), answered as
+ * problem+json with an X-Request-Id like every other error (docs/api.md#errors) instead of Fastify's own JSON.
  */
 
 const TIMEOUT = new Problem('request-timeout', 'the request was not received in time; the connection is closed')
@@ -20,9 +18,8 @@ function problemFor(code: string | undefined): Problem {
   return MALFORMED
 }
 
-/** Fastify's `clientErrorHandler`: answers once if the socket can still be written to, then closes it. */
+/** Fastify's `clientErrorHandler`: answers if the socket can still be written to, then closes it. */
 export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
-  // A reset connection has nobody left to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const problem = problemFor(error.code)
   if (socket.writable) {

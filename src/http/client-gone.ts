@@ -1,10 +1,8 @@
 import type { FastifyReply } from 'fastify'
 
 /**
- * A signal that aborts when the client goes away before its answer is sent: its connection closed (the client
- * gave up, or timed out) while the request was still being worked on. The response's 'close' is the event to
- * watch: it fires when the answer has been sent, or earlier when the connection ends first, and only the second
- * is a departure. (The request's own 'close' fires once its body has been read, long before any answer.)
+ * Aborts when the client goes away before its answer is sent. The response's 'close' fires after the answer or
+ * when the connection ends first; the request's own 'close' fires once its body is read, so it says nothing.
  */
 export function clientGone(reply: FastifyReply): AbortSignal {
   const controller = new AbortController()

@@ -1,17 +1,14 @@
 import { Type, type Static, type TSchema, type TUnsafe } from 'typebox'
 
-/**
- * The schemas the OpenAPI document names under `components.schemas`: each is written there once, and every
- * response schema that reuses it refers to it by `$ref`. Fastify's serializer resolves the same references from
- * the same schemas, which registerOpenApi adds as shared schemas before any route.
- *
- * Request schemas never refer: the validator (validation.ts) and the body bounds (json-bounds.ts) read them whole,
- * so a named schema used in a request is simply used as it is.
+/*
+ * The schemas the OpenAPI document names under `components.schemas`. Response schemas refer to them by `$ref`,
+ * which Fastify's serializer resolves from the same shared schemas. Request schemas never refer: the validator
+ * and the body bounds (json-bounds.ts) read them whole.
  */
 
 const names = new Map<TSchema, string>()
 
-/** Names `schema` as a component of the document; the schema itself is returned unchanged. */
+/** Names `schema` as a component of the document; returns it unchanged. */
 export function named<T extends TSchema>(name: string, schema: T): T {
   if ([...names.values()].includes(name)) throw new Error(`two component schemas are named ${name}`)
   names.set(schema, name)
@@ -20,10 +17,7 @@ export function named<T extends TSchema>(name: string, schema: T): T {
 
 export const isNamed = (schema: object): boolean => names.has(schema)
 
-/**
- * A reference to a named schema, typed as the schema. With a description of its own, the reference is wrapped
- * in `allOf`: the document generator drops every keyword beside a `$ref`.
- */
+/** A reference to a named schema, typed as it. A description wraps it in `allOf`: the generator drops keywords beside a `$ref`. */
 export function ref<T extends TSchema>(schema: T, options?: { description: string }): TUnsafe<Static<T>> {
   const name = names.get(schema)
   if (name === undefined) throw new Error('ref() of a schema that is not named()')
@@ -31,7 +25,7 @@ export function ref<T extends TSchema>(schema: T, options?: { description: strin
   return Type.Unsafe<Static<T>>(options ? { ...options, allOf: [reference] } : reference)
 }
 
-/** Every named schema with its name as `$id`, as Fastify's addSchema takes them. */
+/** Every named schema with its name as `$id`, for Fastify's addSchema. */
 export function componentSchemas(): object[] {
   return [...names].map(([schema, name]) => ({ $id: name, ...schema }))
 }

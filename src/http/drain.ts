@@ -6,14 +6,9 @@ import type { ImageCheck } from '../images/check.js'
 const shuttingDown = (detail: string) => new Problem('unavailable', detail)
 
 /**
- * docs/operations.md#shutdown-and-drain (SIGTERM/SIGINT: stop accepting, finish in-flight requests, exit 0 within 10 s), as the app
- * sees it. server.ts decides when each step happens; this holds the state the request path reads.
- *
- * Fastify's own answer to requests that reach a closing server is a bare JSON 503, and a request already in
- * flight when close() begins is answered with `Connection: keep-alive`, so its idle connection then holds
- * server.close() open for the whole keep-alive timeout (72 s). Hence `return503OnClosing: false` in app.ts
- * and these hooks: a problem+json 503 for new requests, and `Connection: close` on every response once
- * draining, which ends each keep-alive connection with its last answer.
+ * docs/operations.md#shutdown-and-drain as the request path sees it; server.ts drives the steps. Fastify's own
+ * handling answers a bare JSON 503 and keeps in-flight connections alive, which holds server.close() open for the
+ * keep-alive timeout: hence these hooks, a problem+json 503 and `Connection: close` on every response once draining.
  */
 export class Drain {
   #draining = false
@@ -21,8 +16,7 @@ export class Drain {
   readonly #cut = new AbortController()
 
   constructor() {
-    // One listener per create waiting on its images (bound() removes it after): 50 concurrent creates are 50, not
-    // a leak, and Node's warning past 10 went to stderr under every load test.
+    // One listener per create waiting on its images, removed after: many at once is load, not a leak.
     setMaxListeners(0, this.#cut.signal)
   }
 
@@ -30,7 +24,7 @@ export class Drain {
     return this.#draining
   }
 
-  /** Image checks still under way: the requests a cut would answer 503. */
+  /** Image checks under way: the requests a cut would answer 503. */
   get waiting(): number {
     return this.#waiting
   }
@@ -40,15 +34,12 @@ export class Drain {
     this.#draining = true
   }
 
-  /**
-   * The grace is running out: requests still waiting on image probes stop waiting and answer 503. They have
-   * stored nothing (images are checked before the insert), so the client may safely retry elsewhere.
-   */
+  /** The grace is running out: requests waiting on images answer 503. They stored nothing, so a retry is safe. */
   cut(): void {
     this.#cut.abort()
   }
 
-  /** `check`, except that a cut ends its wait with a 503 (the probes themselves end when the prober closes). */
+  /** `check`, except that a cut ends its wait with a 503. */
   bound(check: ImageCheck): ImageCheck {
     const cutSignal = this.#cut.signal
     return (images, options) => {
@@ -69,13 +60,10 @@ export class Drain {
 }
 
 /**
- * Root-level hooks. The onRequest hook is added after the one that sets X-Request-Id, so the 503 carries it.
- * GET /healthz keeps answering 200 while the process runs (docs/operations.md#shutdown-and-drain): it says "alive", and the process is,
- * finishing its work; /readyz and everything else answer 503 from the first moment of the drain.
+ * Root-level hooks, after the one that sets X-Request-Id. /healthz still answers 200 while draining (the process
+ * is alive); everything else answers 503. Callback hooks: reading one boolean should not cost a promise.
  */
 export function addDrainHooks(app: FastifyInstance, drain: Drain): void {
-  // Callback hooks, not async ones: they run on every request and almost always only read one boolean, which
-  // should not cost a promise each.
   app.addHook('onRequest', (request, reply, done) => {
     if (!drain.draining || request.routeOptions.url === '/healthz') {
       done()

@@ -1,38 +1,31 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { invalidRequest, type Problem } from '../errors.js'
 
-/**
- * RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without a Host header, with more than one Host
- * header line, or with a Host that is not a host. Node keeps only the first of two Host lines in
- * `request.headers` (and would answer a missing one with a bare 400 of its own, turned off in app.ts), so the
- * lines are counted in the raw headers and the answer is the contract's problem+json.
+/*
+ * RFC 9112: an HTTP/1.1 request without a Host, with two, or with one that is not a host, is 400. Node keeps only
+ * the first of two in `request.headers`, so the raw lines are counted.
  */
 
-/** A DNS name is at most 253 characters; with brackets for an IPv6 literal and a port there is room to spare. */
-export const MAX_HOST_LENGTH = 300
+/** A DNS name is at most 253 characters; this leaves room for IPv6 brackets and a port. */
+const MAX_HOST_LENGTH = 300
 
-// uri-host [ ":" port ] (RFC 3986 §3.2.2): an IP literal in brackets, or a reg-name (which covers IPv4
-// addresses). The two forms start differently and neither admits ":", so the expression cannot backtrack.
+// uri-host [ ":" port ]: a bracketed IP literal or a reg-name. The forms start differently and neither admits
+// ":", so the expression cannot backtrack.
 const HOST = /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9._~%!$&'()*+,;=-]*)(?::[0-9]*)?$/
 
 const hostProblem = (detail: string): Problem => invalidRequest([{ header: 'Host', detail }])
 
-function hostLines(request: FastifyRequest): string[] {
-  const raw = request.raw.rawHeaders
-  const values: string[] = []
-  for (let i = 0; i < raw.length; i += 2) {
-    if ((raw[i] as string).length === 4 && (raw[i] as string).toLowerCase() === 'host') values.push(raw[i + 1] as string)
-  }
-  return values
-}
-
-/** onRequest hook, first of all: the request's Host, before authentication or any other work. */
+/** onRequest hook, before authentication or any other work. */
 export const checkHost: onRequestHookHandler = (request, _reply, done) => {
-  const lines = hostLines(request)
-  done(hostError(request, lines))
+  done(hostError(request))
 }
 
-function hostError(request: FastifyRequest, lines: string[]): Problem | undefined {
+function hostError(request: FastifyRequest): Problem | undefined {
+  const raw = request.raw.rawHeaders
+  const lines: string[] = []
+  for (let i = 0; i < raw.length; i += 2) {
+    if ((raw[i] as string).length === 4 && (raw[i] as string).toLowerCase() === 'host') lines.push(raw[i + 1] as string)
+  }
   if (lines.length > 1) return hostProblem('must be given once')
   const [host] = lines
   // HTTP/1.0 had no Host header.

@@ -2,21 +2,15 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { invalidRequest, Problem } from '../errors.js'
 import { exceedsBounds, TOO_DEEP, TOO_MANY_VALUES } from './json-bounds.js'
 
-// Keeps a byte-order mark as U+FEFF, which JSON.parse then refuses: RFC 8259 §8.1 forbids sending one.
+// Keeps a byte-order mark, which JSON.parse then refuses: RFC 8259 forbids sending one.
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-/**
- * The longest Content-Type read: `application/json; charset=utf-8` and then some. A longer one is refused (415)
- * before Fastify parses its parameters.
- */
-export const MAX_CONTENT_TYPE_LENGTH = 256
+/** A longer Content-Type is refused (415) before Fastify parses its parameters. */
+const MAX_CONTENT_TYPE_LENGTH = 256
 
 const unsupported = (header: string, detail: string, summary: string) => new Problem('unsupported-media-type', summary, { errors: [{ header, detail }] })
 
-/**
- * The charset parameter of a Content-Type, lower-cased and unquoted, or undefined. Split by hand: Fastify has
- * already checked the media type's syntax, and a regular expression over client text is one more to keep linear.
- */
+/** The charset parameter of a Content-Type, lower-cased and unquoted. Split by hand: no regular expression to keep linear. */
 function charsetOf(contentType: string): string | undefined {
   const parameters = contentType.split(';').slice(1)
   for (const parameter of parameters) {
@@ -37,13 +31,9 @@ function onlyCodings(value: string, ...codings: string[]): boolean {
 }
 
 /**
- * Refusals that need no byte of the body, made before it is read (a preParsing hook runs after authentication):
- * - a body in a content coding (RFC 9110 §8.4.1): the service decodes none, so one labelled gzip would be stored
- *   as if its compressed bytes were the JSON; decoding would also let a body past the 1 MiB limit. 415 naming
- *   Content-Encoding, as §15.5.16 asks; `identity` is no coding and is accepted;
- * - a transfer coding other than chunked, the same body by another header: Node's parser removes chunked only.
- *   RFC 9112 §6.1 would rather have 501; 415 keeps one answer for every body the service cannot read as sent;
- * - a Content-Type over MAX_CONTENT_TYPE_LENGTH.
+ * Refusals made before the body is read. No content coding is decoded (decoding would let a body past the size
+ * limit, and storing it undecoded would store the compressed bytes), nor a transfer coding but chunked: both are
+ * 415, one answer for every body the service cannot read as sent.
  */
 function refuseUnreadable(request: FastifyRequest): Problem | undefined {
   const { 'content-encoding': contentEncoding, 'transfer-encoding': transferEncoding, 'content-type': contentType } = request.headers
@@ -59,18 +49,17 @@ function refuseUnreadable(request: FastifyRequest): Problem | undefined {
   return undefined
 }
 
-/** The one body parser: JSON in UTF-8, decoded strictly; every other Content-Type is 415 (docs/api.md#requests-and-responses). */
+/** The one body parser: JSON in UTF-8, decoded strictly (docs/api.md#requests-and-responses). */
 export function registerJsonBody(app: FastifyInstance): void {
   app.addHook('preParsing', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return
     const problem = refuseUnreadable(request)
     if (problem) throw problem
   })
-  // JSON is the only body type; anything else is 415. JSON.parse keeps "__proto__" as an ordinary own key,
-  // which validation then rejects as an unknown field, so it can never reach an object's prototype.
+  // JSON.parse keeps "__proto__" as an own key, which validation rejects as unknown: it never reaches a prototype.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    // JSON is UTF-8 (RFC 8259 §8.1); a body declared in another charset would be misread, so it is refused.
+    // JSON is UTF-8; a body declared in another charset would be misread.
     const charset = charsetOf(request.headers['content-type'] ?? '')
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(new Problem('unsupported-media-type', 'Content-Type must be application/json in UTF-8'), undefined)
@@ -82,8 +71,7 @@ export function registerJsonBody(app: FastifyInstance): void {
       done(invalidRequest([{ pointer: '', detail: exceeded === 'depth' ? TOO_DEEP : TOO_MANY_VALUES }]), undefined)
       return
     }
-    // Decoded strictly: a lenient decoder would turn bytes that are not UTF-8 into U+FFFD and store that instead
-    // of what was sent.
+    // Strictly: a lenient decoder would store U+FFFD instead of what was sent.
     let text: string
     try {
       text = strictUtf8.decode(bytes)

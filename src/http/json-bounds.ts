@@ -1,24 +1,17 @@
+/*
+ * JSON.parse holds the event loop far longer on a deeply nested body, or one of very many tiny values, than on a
+ * plain one of the same size. No route accepts either, so such a body is refused after one pass over its bytes.
+ */
+
 /**
- * How deep a request body may nest, and how many values it may hold. JSON.parse holds the event loop far longer
- * on a deeply nested body, or on one of hundreds of thousands of tiny values, than on a plain one of the same
- * size, and nothing can refuse it before parsing ends. No body any route accepts is either, so such a body is
- * refused before parsing, after one pass over its bytes.
- *
- * Depth counts objects and arrays: a scalar is 0, `{"a":1}` is 1, `{"a":[{}]}` is 3. The bound is the deepest any
- * route's body schema allows (a create's items[].displayName: 4), so a body past it is wrong for every route. app.ts
- * refuses to register a route whose body schema nests deeper (assertBodyFits), and a unit test holds the bound
- * to the deepest schema, so it cannot drift from the schemas either way.
+ * The deepest any route's body schema allows: objects and arrays, `{"a":[{}]}` is 3. app.ts refuses a route whose
+ * schema nests deeper (assertBodyFits), and a test holds the bound to the deepest schema.
  */
 export const MAX_BODY_DEPTH = 4
 
-/**
- * Values count every scalar, object and array, the body itself included: `{"a":[1,2]}` holds 4. The largest body
- * a route accepts (a create of 100 items with every field) holds about a thousand; twenty times that leaves room
- * for schemas to grow, and a unit test holds the largest body within a tenth of it.
- */
+/** Every scalar, object and array, the body included: `{"a":[1,2]}` holds 4. Far above the largest create. */
 export const MAX_BODY_VALUES = 20_000
 
-/** What the 400 says of such a body (pointer ""). */
 export const TOO_DEEP = `nests deeper than ${MAX_BODY_DEPTH} levels`
 export const TOO_MANY_VALUES = `holds more than ${MAX_BODY_VALUES} values`
 
@@ -31,7 +24,7 @@ const CLOSE_OBJECT = 0x7d
 const COMMA = 0x2c
 const isWhitespace = (byte: number) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09
 
-/** Whether the byte at `at` follows an odd run of backslashes. Each run is counted for one quote only. */
+/** Whether the byte at `at` follows an odd run of backslashes. */
 function escaped(bytes: Uint8Array, at: number): boolean {
   let run = 0
   while (at - run - 1 >= 0 && bytes[at - run - 1] === BACKSLASH) run += 1
@@ -39,13 +32,9 @@ function escaped(bytes: Uint8Array, at: number): boolean {
 }
 
 /**
- * Which bound the JSON text `bytes` breaks, judged in one pass that stops at the first value or level past it:
- * 'depth' (more than `limits.depth` objects and arrays inside each other) or 'values' (more than
- * `limits.values` values), or undefined. Brackets and commas inside strings do not count. The values are the
- * body itself, plus each array element and object member: a container's first one is what follows its opening
- * bracket unless that is its closing one, each further one follows a comma. Malformed text is judged as it
- * comes; JSON.parse refuses it afterwards. Multi-byte UTF-8 sequences never contain ASCII bytes, so the bytes
- * need no decoding first.
+ * Which bound the JSON text breaks, in one pass that stops at the first value or level past it. A container's
+ * first value follows its opening bracket (unless that closes it), each further one a comma. Malformed text is
+ * JSON.parse's to refuse. UTF-8 sequences never contain ASCII bytes, so the bytes need no decoding.
  */
 export function exceedsBounds(
   bytes: Uint8Array,
@@ -58,8 +47,7 @@ export function exceedsBounds(
   let justOpened = false
   for (let i = 0; i < bytes.length; i += 1) {
     if (inString) {
-      // To the closing quote in one native search (a string is most of a large body's bytes): the first quote not
-      // escaped, i.e. not preceded by an odd run of backslashes.
+      // To the first unescaped quote by native search: strings are most of a large body's bytes.
       let quote = bytes.indexOf(QUOTE, i)
       while (quote >= 0 && escaped(bytes, quote)) quote = bytes.indexOf(QUOTE, quote + 1)
       if (quote < 0) return undefined
@@ -100,10 +88,7 @@ type Schema = {
   $ref?: string
 }
 
-/**
- * The deepest JSON a schema accepts, by the same count as nestsDeeperThan; Infinity when it accepts any depth
- * (a reference, which may recurse, or an object or array whose contents are not constrained).
- */
+/** The deepest JSON a schema accepts; Infinity for any depth (a reference, which may recurse, or unconstrained contents). */
 export function schemaDepth(schema: Schema | boolean | undefined): number {
   if (schema === undefined || schema === true) return Infinity
   if (schema === false) return 0

@@ -4,12 +4,9 @@ import type { Socket } from 'node:net'
 const LINGER_MS = 2000
 
 /**
- * Closes `socket` after the answer being written on it, but not at once. Node closes a `Connection: close`
- * socket as soon as the answer is flushed; if the client is still uploading a body the server refused (413,
- * 401…), closing with its bytes unread makes the kernel reset the connection, and the client's next write fails
- * before it has read the answer: it sees a reset instead of the 413. Sending FIN first and closing a moment later
- * lets it read the answer. The unread bytes are not buffered by the service: the parser stops reading while the
- * refused request is not consumed, and the kernel's window holds the rest back.
+ * Closes `socket` a moment after its answer. Closing at once with a refused upload's bytes unread makes the kernel
+ * reset the connection, and the client sees the reset instead of the answer. The unread bytes are not buffered:
+ * the kernel's window holds them back.
  */
 export function closeAfterLinger(socket: Socket): void {
   socket.destroySoon = function destroySoon(this: Socket) {

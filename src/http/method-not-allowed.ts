@@ -11,15 +11,12 @@ function pathMatcher(url: string): RegExp {
 }
 
 /**
- * A path that exists with other methods only is 405 with Allow (RFC 9110 §15.5.6), not a 404 that would read as
- * "no such thing": `GET /api/v1/listing/create` is the create route asked with the wrong method, not a listing
- * called "create". Outside the API it is checked first; under `/api/v1` only once the request is authenticated,
- * since every request there needs a token before anything else is said.
- *
- * Collects the routes registered after it; returns the onRequest hook that refuses a wrong method.
+ * A path that exists with other methods only is 405 with Allow, not 404: `GET /api/v1/listing/create` is the
+ * create route with the wrong method, not a listing called "create". Collects the routes registered after it and
+ * returns the onRequest hook; under `/api/v1` it runs after authentication.
  */
 export function answerWrongMethods(app: FastifyInstance): onRequestAsyncHookHandler {
-  // A path without parameters names one resource: its methods are the path's, whatever a pattern also matches.
+  // A path without parameters has its own methods, whatever a pattern also matches.
   const literal = new Map<string, Set<string>>()
   const patterns: Array<{ matches: RegExp; methods: Set<string> }> = []
   app.addHook('onRoute', (route) => {

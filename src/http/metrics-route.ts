@@ -10,13 +10,11 @@ listing_http_requests_total{method="GET",route="unmatched",status="404"} 3
 `
 
 /**
- * Counts and times every answered request, and serves GET /metrics unless it has a port of its own
- * (METRICS_PORT: metricsListener). The onResponse hook sits on the root context, so every route sees it, the 404
- * handlers included, whichever plugin registered them.
+ * Counts and times every answered request (on the root context, so the 404 handlers too), and serves GET /metrics
+ * unless METRICS_PORT gives it a port of its own (metricsListener).
  */
 export function registerMetrics(app: FastifyInstance, metrics: Metrics, options: { route: boolean }): void {
   app.addHook('onResponse', (request, reply, done) => {
-    // The route template, never the URL: clients cannot add label values by inventing paths.
     const route = request.routeOptions.url ?? UNMATCHED_ROUTE
     metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000)
     done()
@@ -32,11 +30,10 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, options:
         security: [],
         summary: 'Prometheus metrics',
         description:
-          'Prometheus text exposition (version 0.0.4): requests by method, route and status with latency histograms, ' +
-          'image probes by outcome with latency, database query latency by operation, and process and Node.js metrics. ' +
-          'No token is needed, like the health probes: restrict who can reach it at the network level (load balancer, ' +
-          'network policy). Label values never hold URLs, provider ids or tokens.',
-        // Only while the instance drains on shutdown: the metrics themselves need no database.
+          'Prometheus text exposition (version 0.0.4): requests by method, route and status with latency histograms, image probes by outcome with latency, ' +
+          'database query latency by operation, and process and Node.js metrics. No token is needed, like the health probes: restrict who can reach it at ' +
+          'the network level (load balancer, network policy). Label values never hold URLs, provider ids or tokens.',
+        // Only while draining: the metrics need no database.
         'x-problems': ['unavailable'],
         response: {
           200: {
@@ -53,10 +50,7 @@ export function registerMetrics(app: FastifyInstance, metrics: Metrics, options:
   )
 }
 
-/**
- * METRICS_PORT: /metrics on a port of its own, so an operator can keep it off the port clients reach. Plain
- * node:http: it answers GET /metrics and nothing else.
- */
+/** METRICS_PORT: GET /metrics alone on a port of its own, which an operator can keep off the port clients reach. */
 export async function metricsListener(metrics: Metrics, port: number, host: string): Promise<{ address: string; close(): Promise<void> }> {
   const server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0]
@@ -69,7 +63,7 @@ export async function metricsListener(metrics: Metrics, port: number, host: stri
       () => response.writeHead(500).end(),
     )
   })
-  // Like the main server: idle keep-alive and slow headers do not hold sockets.
+  // Slow clients do not hold sockets.
   server.headersTimeout = 10_000
   server.requestTimeout = 10_000
   await new Promise<void>((resolve, reject) => {

@@ -6,11 +6,7 @@ import { Type, type TSchema } from 'typebox'
 import { componentSchemas, isNamed, ref } from './components.js'
 import { addProblemResponses, type OpenApiDocument } from './problem-responses.js'
 
-/**
- * GET /openapi.json (OpenAPI 3.1) and GET /docs (Swagger UI, its assets served from node_modules, so it works
- * offline). The document is generated from the routes' own schemas, the ones that validate requests and
- * serialise responses; nothing here repeats a shape.
- */
+/* GET /openapi.json and GET /docs (Swagger UI, served locally), generated from the routes' own schemas. */
 
 const BEARER = 'bearerAuth'
 
@@ -41,10 +37,7 @@ its \`Retry-After\` is \`IMAGE_FETCH_TIMEOUT_MS\` in seconds, by when every crea
 **Request ids.** Every response carries \`X-Request-Id\`: the one you sent (1–128 visible ASCII characters), or a
 generated one.`
 
-/**
- * A JSON success response with its own description, named examples and headers (for the document only). A named
- * schema (components.ts) is referred to, not repeated; the reply is typed by the schema either way.
- */
+/** A JSON success response with its description, named examples and headers. A named schema is referred to, not repeated. */
 export function jsonResponse<Schema extends TSchema>(
   description: string,
   schema: Schema,
@@ -56,10 +49,7 @@ export function jsonResponse<Schema extends TSchema>(
   return { description, content: { 'application/json': { schema: written, examples: named } }, ...(headers ? { headers } : {}) }
 }
 
-/**
- * 304 to a conditional GET (docs/api.md#conditional-requests): no body. Responses without content carry their headers only; the
- * document's generator takes `type: 'null'` to mean "no content".
- */
+/** 304 to a conditional GET (docs/api.md#conditional-requests). The generator reads `type: 'null'` as no content. */
 export function notModifiedResponse(etag: string) {
   return {
     type: 'null',
@@ -68,12 +58,12 @@ export function notModifiedResponse(etag: string) {
   }
 }
 
-/** 204: no body, typed as no payload (so `reply.code(204).send()` type-checks); `type: 'null'` as above. */
+/** 204, typed as no payload so that `reply.code(204).send()` type-checks. */
 export function noContentResponse(description: string) {
   return Type.Unsafe<undefined>({ type: 'null', description })
 }
 
-/** The ETag response header of a listing (docs/api.md#versions-and-entity-tags), as @fastify/swagger takes a header: a JSON schema. */
+/** The ETag response header of a listing (docs/api.md#versions-and-entity-tags). */
 export const listingEtagHeader = {
   ETag: {
     type: 'string',
@@ -82,10 +72,7 @@ export const listingEtagHeader = {
   },
 }
 
-/**
- * onRoute hook for the routes behind authenticate() and the rate limiter: they need the bearer token and can
- * answer 401 and 429.
- */
+/** onRoute hook for the routes behind authenticate() and the rate limiter. */
 export function documentBearerAuth(route: RouteOptions): void {
   route.schema = {
     ...route.schema,
@@ -97,13 +84,11 @@ export function documentBearerAuth(route: RouteOptions): void {
 
 /** Registers the generator (before any route, so that it sees them all), /openapi.json and /docs. */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
-  // Before any route refers to them: Fastify's serializer resolves the responses' $refs from these too.
   for (const schema of componentSchemas()) app.addSchema(schema)
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: { title: 'listing-service', version, description },
-      // Relative: the API is on the host that served this document, wherever it is deployed.
       servers: [{ url: '/', description: 'The host that served this document' }],
       tags: [
         { name: 'listings', description: 'Create, read, change and withdraw your listings; page through them' },
@@ -119,14 +104,13 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
             scheme: 'bearer',
             bearerFormat: 'lst_ followed by 43 base64url characters',
             description:
-              '`Authorization: Bearer lst_…`, a provider’s token from `listing-service provider create` or `token create`, ' +
-              'or, for discovery only, a marketplace’s from `listing-service marketplace create`. A token of the other ' +
-              'kind than a route serves is `403`.',
+              '`Authorization: Bearer lst_…`, a provider’s token from `listing-service provider create` or `token create`, or, for discovery only, a ' +
+              'marketplace’s from `listing-service marketplace create`. A token of the other kind than a route serves is `403`.',
           },
         },
       },
     },
-    // OpenAPI 3.1 schemas are JSON Schema 2020-12, so `const` stays as the validator reads it.
+    // OpenAPI 3.1 is JSON Schema 2020-12: `const` stays as the validator reads it.
     convertConstToEnum: false,
     // Shared schemas keep their names as components (the default numbers them def-0, def-1, …).
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },

@@ -1,13 +1,8 @@
 import { invalidRequest, Problem, PROBLEM_CONTENT_TYPE, problemTypes, type ProblemType } from '../errors.js'
 
 /**
- * The error responses of the OpenAPI document. A route names the problem types it can answer with in its
- * schema's `x-problems`; the document then shows, for each of their statuses, an application/problem+json
- * response with the one Problem schema (errors.ts) and an example of each type.
- *
- * They are added to the document only, never to the routes' `response` schemas: Fastify serialises a reply
- * with the response schema of its status, so a 4xx schema there would re-serialise every problem the error
- * handler sends through fast-json-stringify, dropping any member the schema does not list.
+ * The error responses of the OpenAPI document, from each route's `x-problems`. Document only, never the routes'
+ * `response` schemas: Fastify would then re-serialise every problem, dropping members the schema does not list.
  */
 
 declare module 'fastify' {
@@ -17,7 +12,7 @@ declare module 'fastify' {
   }
 }
 
-/** What the error handler sends for each type, as the document's examples: made by the same Problem class. */
+/** The document's example of each type, made by the same Problem class the error handler sends. */
 const problemExamples: Record<ProblemType, Problem> = {
   'invalid-request': invalidRequest([
     { pointer: '/items/0/price', detail: 'must be >= 1' },
@@ -74,10 +69,7 @@ const problemHeaders: Partial<Record<ProblemType, Record<string, object>>> = {
   },
 }
 
-/**
- * The rate limiter's headers (draft-ietf-httpapi-ratelimit-headers-11) are on every response of an operation that
- * can answer 429, except its 401: an unauthenticated request has no provider, so no budget.
- */
+/** On every response of an operation that can answer 429, but its 401: an unauthenticated request has no budget. */
 const rateLimitHeaders: Record<string, object> = {
   'RateLimit-Policy': {
     description:
@@ -87,7 +79,7 @@ const rateLimitHeaders: Record<string, object> = {
     example: '"default";q=600;w=60',
   },
   RateLimit: {
-    description: 'What is left of the quota: `r` requests remaining, `t` seconds until the window resets. Absent when ' + 'RateLimit-Policy is.',
+    description: 'What is left of the quota: `r` requests remaining, `t` seconds until the window resets. Absent when RateLimit-Policy is.',
     schema: { type: 'string' },
     example: '"default";r=599;t=60',
   },
@@ -113,7 +105,7 @@ export interface OpenApiDocument {
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 
-/** `componentExamples` is the document's components.examples: each example is written there once, and referred to. */
+/** Each example is written once in `componentExamples` (components.examples) and referred to. */
 function problemResponse(types: ProblemType[], operation: Operation, componentExamples: Record<string, object>): Response {
   const examples: Record<string, object> = {}
   for (const type of types) {
@@ -131,10 +123,7 @@ function problemResponse(types: ProblemType[], operation: Operation, componentEx
   return response
 }
 
-/**
- * @fastify/swagger `transformObject`: turns each operation's `x-problems` into its error responses, and gives
- * every response the X-Request-Id header (docs/api.md#errors: always on the response).
- */
+/** @fastify/swagger `transformObject`: each operation's `x-problems` become its error responses; every response gets X-Request-Id. */
 export function addProblemResponses(document: OpenApiDocument): void {
   const components = (document.components ??= {})
   const examples = (components.examples ??= {})

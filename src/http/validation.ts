@@ -5,17 +5,14 @@ import { invalidRequest, type ProblemDetail } from '../errors.js'
 import { MAX_ENTITY_TAGS_LENGTH, parseEntityTags } from './conditional.js'
 import { cursorFormat } from '../discovery/cursor.js'
 
-/**
- * Request validation for every route: one strict Ajv (no coercion, unknown fields rejected, every error
- * collected) compiled from the same TypeBox schemas that produce the TypeScript types and the OpenAPI document.
- */
+/* Request validation for every route: one strict Ajv (no coercion, unknown fields rejected, every error collected). */
 
-// NUL cannot be stored in PostgreSQL text, and a lone surrogate would be silently replaced by U+FFFD on the
-// way to either database: both are refused so that what is stored is exactly what was sent.
+// NUL cannot be stored in PostgreSQL text, and either database would replace a lone surrogate by U+FFFD: both are
+// refused, so that what is stored is what was sent.
 // eslint-disable-next-line no-control-regex -- NUL is what this pattern exists to find.
 export const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u
 
-/** Custom string formats: each with the check and the sentence a provider reads when it fails. */
+/** Custom string formats, each with the sentence a provider reads when it fails. */
 const formats: Record<string, { validate: (value: string) => boolean; message: (value: string) => string }> = {
   text: {
     validate: (value) => !UNSTORABLE.test(value),
@@ -25,7 +22,6 @@ const formats: Record<string, { validate: (value: string) => boolean; message: (
     validate: (value) => /\S/u.test(value) && !UNSTORABLE.test(value),
     message: (value) => (/\S/u.test(value) ? 'must be valid Unicode text without NUL characters' : 'must contain a non-whitespace character'),
   },
-  // Discovery's cursor: its shape only; whether it continues the query is the route's to say (discovery/cursor.ts).
   'discovery-cursor': cursorFormat,
   'http-url': {
     validate: isHttpUrl,
@@ -41,20 +37,20 @@ const formats: Record<string, { validate: (value: string) => boolean; message: (
 }
 
 function isHttpUrl(value: string): boolean {
-  // Parsed once (not URL.canParse, then again): a create's 101 image URLs are its costliest format checks.
+  // Parsed once, not URL.canParse and again: image URLs are a create's costliest format checks.
   let url: URL
   try {
     url = new URL(value)
   } catch {
     return false
   }
-  // Credentials in an image URL would be sent to whoever the URL points at: refused outright.
+  // Credentials would be sent to whoever the URL points at.
   return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && url.username === '' && url.password === ''
 }
 
 /** Decimal places of a number as JavaScript prints it (its shortest round-trip form). */
 export function decimalPlaces(value: number): number {
-  if (Number.isInteger(value)) return 0 // most prices and quantities: no string needed
+  if (Number.isInteger(value)) return 0
   const text = String(value)
   if (!text.includes('e')) return text.length - text.indexOf('.') - 1
   const [mantissa = '', exponent = '0'] = text.split('e')
@@ -62,10 +58,7 @@ export function decimalPlaces(value: number): number {
   return Math.max(0, fraction.length - Number(exponent))
 }
 
-/**
- * JSON Schema's `multipleOf`, exact for powers of ten. Ajv's own divides in floating point, so it refuses
- * 19.99 as a multiple of 0.001 (19.99 / 0.001 = 19989.999999999996); counting decimals is exact.
- */
+/** `multipleOf`, exact for powers of ten: Ajv's divides in floating point and refuses 19.99 as a multiple of 0.001. */
 function addExactMultipleOf(ajv: Ajv): void {
   ajv.removeKeyword('multipleOf')
   ajv.addKeyword({
@@ -97,11 +90,7 @@ export function createAjv(): Ajv {
   return ajv
 }
 
-/**
- * A route's schema typed as validation leaves the value: useDefaults fills every `default`, which TypeBox's Static
- * cannot see (its types do not record defaults). `Filled` is the schema's Static with those fields present; the
- * schema itself is unchanged.
- */
+/** A schema typed as validation leaves the value: with every `default` filled in, which TypeBox's Static cannot see. */
 export function defaultsFilled<Filled>(schema: TSchema): TUnsafe<Filled> {
   return Type.Unsafe<Filled>(schema)
 }
@@ -122,57 +111,49 @@ const typeNames: Record<string, string> = {
 /** One Ajv error as the place it concerns (a JSON Pointer) and a sentence about it. */
 function describe(error: ErrorObject, field: string): { path: string; detail: string } {
   const params = error.params as Record<string, unknown>
+  if (error.keyword === 'required') return { path: `${error.instancePath}/${escapePointerToken(String(params.missingProperty))}`, detail: 'is required' }
+  if (error.keyword === 'additionalProperties') {
+    return { path: `${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`, detail: `is not an accepted ${field}` }
+  }
+  return { path: error.instancePath, detail: detailOf(error, params) }
+}
+
+function detailOf(error: ErrorObject, params: Record<string, unknown>): string {
+  const limit = String(params.limit)
   switch (error.keyword) {
-    case 'required':
-      return { path: `${error.instancePath}/${escapePointerToken(String(params.missingProperty))}`, detail: 'is required' }
-    case 'additionalProperties':
-      return {
-        path: `${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`,
-        detail: `is not an accepted ${field}`,
-      }
     case 'type':
-      return { path: error.instancePath, detail: `must be ${typeNames[String(params.type)] ?? String(params.type)}` }
+      return `must be ${typeNames[String(params.type)] ?? String(params.type)}`
     case 'minimum':
-      return { path: error.instancePath, detail: `must be >= ${String(params.limit)}` }
+      return `must be >= ${limit}`
     case 'maximum':
-      return { path: error.instancePath, detail: `must be <= ${String(params.limit)}` }
+      return `must be <= ${limit}`
     case 'minLength':
-      return {
-        path: error.instancePath,
-        detail: params.limit === 1 ? 'must not be empty' : `must be at least ${String(params.limit)} characters`,
-      }
+      return params.limit === 1 ? 'must not be empty' : `must be at least ${limit} characters`
     case 'maxLength':
-      return { path: error.instancePath, detail: `must be at most ${String(params.limit)} characters` }
+      return `must be at most ${limit} characters`
     case 'minItems':
-      return {
-        path: error.instancePath,
-        detail: params.limit === 1 ? 'must have at least 1 item' : `must have at least ${String(params.limit)} items`,
-      }
+      return params.limit === 1 ? 'must have at least 1 item' : `must have at least ${limit} items`
     case 'maxItems':
-      return { path: error.instancePath, detail: `must have at most ${String(params.limit)} items` }
+      return `must have at most ${limit} items`
     case 'enum':
-      return {
-        path: error.instancePath,
-        detail: `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}`,
-      }
+      return `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}`
     case 'format': {
       const format = formats[String(params.format)]
-      return { path: error.instancePath, detail: format ? format.message(String(error.data)) : String(error.message) }
+      return format ? format.message(String(error.data)) : String(error.message)
     }
     case 'pattern':
-      return { path: error.instancePath, detail: `must match the pattern ${String(params.pattern)}` }
+      return `must match the pattern ${String(params.pattern)}`
     default:
-      return { path: error.instancePath, detail: error.message ?? 'is invalid' }
+      return error.message ?? 'is invalid'
   }
 }
 
-// A 1 MiB body of empty objects could otherwise produce millions of entries; the first thousand say enough.
+// A large body of empty objects could otherwise produce millions; the first thousand say enough.
 const MAX_REPORTED = 1000
 
-/** Where a problem was found: a body field (JSON Pointer), a query or path parameter, or a header (by name). */
 type Place = 'pointer' | 'parameter' | 'header'
 
-/** Header names as HTTP writes them (Node gives them in lower case): "if-match" is "If-Match". */
+/** "if-match" (as Node gives it) is "If-Match". */
 const headerName = (name: string) => name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase())
 
 function toProblemDetails(errors: ErrorObject[], where: Place, extra: ProblemDetail[] = []) {
@@ -183,7 +164,6 @@ function toProblemDetails(errors: ErrorObject[], where: Place, extra: ProblemDet
     // One problem per field (the first Ajv finds): "" is "must not be empty", not also "must contain…".
     if (seen.has(path)) continue
     seen.add(path)
-    // A parameter or header is named, not pointed at: "/page" is the parameter "page".
     if (where === 'pointer') details.push({ pointer: path, detail })
     else if (where === 'parameter') details.push({ parameter: path.slice(1), detail })
     else details.push({ header: headerName(path.slice(1)), detail })
@@ -199,14 +179,11 @@ const INTEGER_TEXT = /^-?\d{1,20}$/
 const DECIMAL_TEXT = /^-?\d{1,20}(\.\d{1,30})?([eE][+-]?\d{1,3})?$/
 
 /**
- * Query strings arrive as strings (or arrays when repeated). Integers are converted only when they are plain
- * decimal digits, and numbers only when written as JSON writes them (DECIMAL_TEXT), so "1.5" or "1e1" (for an
- * integer), "0x10", " 1" and "" stay strings and fail the schema's type check; a repeated parameter is an error
- * of its own.
+ * Query values are converted to numbers only when written as JSON writes them, so "0x10", " 1" or "" stay strings
+ * and fail the type check; a repeated parameter is an error of its own.
  */
 function validateQuery(validate: ValidateFunction, schema: QuerySchema, data: unknown) {
-  // No prototype: on a plain object, `converted['__proto__'] = …` would drop the parameter instead of keeping it
-  // for the schema to refuse as unknown.
+  // No prototype, so that `__proto__` is kept for the schema to refuse as unknown.
   const converted = Object.create(null) as Record<string, unknown>
   const repeated: ProblemDetail[] = []
   for (const [name, value] of Object.entries((data ?? {}) as Record<string, unknown>)) {
@@ -223,7 +200,7 @@ function validateQuery(validate: ValidateFunction, schema: QuerySchema, data: un
   return { error: invalidRequest(toProblemDetails(validate.errors ?? [], 'parameter', repeated)) }
 }
 
-/** Fastify's validator compiler: every failure becomes one 400 problem listing every problem found. */
+/** Fastify's validator compiler: one 400 listing every problem found. */
 export function validatorCompiler(ajv: Ajv): FastifySchemaCompiler<unknown> {
   return ({ schema, httpPart }) => {
     const validate = ajv.compile(schema as object)

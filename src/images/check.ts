@@ -7,18 +7,13 @@ export interface ImageRef {
 }
 
 export interface ImageCheckOptions {
-  /** Whose create it is: the process's fetches are shared fairly between providers, and each one's backlog is bounded. */
+  /** Whose create it is: fetches are shared fairly between providers. */
   provider: string
-  /** Aborts when the create's client has gone: its probes are given up, unless another request shares them. */
+  /** Aborts when the client has gone: its probes are given up unless another request shares them. */
   signal?: AbortSignal
 }
 
-/**
- * Checks every image a listing names before it is stored, and throws a Problem (400 image-unavailable, 413,
- * 415; 429 when the provider's creates already wait on too many images) when one fails. The create path awaits
- * exactly this, after validation and the referenceId check; ImageProber.check is the implementation. Without
- * options the images are checked for an anonymous provider that never goes away.
- */
+/** Checks every image of a listing before it is stored; throws a Problem when one fails (ImageProber.check). */
 export type ImageCheck = (images: ImageRef[], options?: ImageCheckOptions) => Promise<void>
 
 /** The images of a listing in document order: brand first, then items by index. */

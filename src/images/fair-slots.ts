@@ -1,17 +1,5 @@
-/**
- * The process's image fetches, shared fairly between providers. A free slot goes to the waiting provider that
- * holds the fewest slots (round-robin among equals), so a provider with one image waiting is served before
- * another's long queue; and no provider holds more than `perOwner` slots, so that slots are free the moment a
- * new provider arrives even when one provider's fetches never end (nothing running is ever taken back).
- *
- * Pure bookkeeping: no timers, no I/O; `start` callbacks are called synchronously, in the order granted.
- */
-export interface FairSlotsOptions {
-  /** Slots of the whole process. */
-  slots: number
-  /** Slots one owner may hold at once; by default three quarters of `slots` (at least 1). */
-  perOwner?: number
-}
+/** Gives up a place: leaves the line while waiting, frees the slot once granted. Calling it again does nothing. */
+export type GiveUp = () => void
 
 interface Waiter {
   owner: string
@@ -19,9 +7,11 @@ interface Waiter {
   state: 'waiting' | 'granted' | 'done'
 }
 
-/** Gives up a place: leaves the line while waiting, frees the slot once granted. Calling it again does nothing. */
-export type GiveUp = () => void
-
+/**
+ * The process's image fetches, shared fairly between providers. A free slot goes to the waiting owner holding
+ * the fewest (round-robin among equals), and no owner holds more than `perOwner`, so slots are free for a new
+ * provider even when another's fetches never end. Pure bookkeeping: `start` is called synchronously when granted.
+ */
 export class FairSlots {
   readonly slots: number
   readonly perOwner: number
@@ -30,12 +20,12 @@ export class FairSlots {
   /** Owners with someone waiting, each line in arrival order; the map's order is the rotation among equals. */
   readonly #lines = new Map<string, Set<Waiter>>()
 
-  constructor(options: FairSlotsOptions) {
+  /** `perOwner` defaults to three quarters of `slots` (at least 1). */
+  constructor(options: { slots: number; perOwner?: number }) {
     this.slots = options.slots
     this.perOwner = Math.min(options.slots, options.perOwner ?? Math.max(1, Math.floor((options.slots * 3) / 4)))
   }
 
-  /** Slots held now. */
   get running(): number {
     return this.#running
   }
@@ -48,14 +38,12 @@ export class FairSlots {
     return this.#lines.get(owner)?.size ?? 0
   }
 
-  /** Every waiter of every owner. */
   get waiting(): number {
     let count = 0
     for (const line of this.#lines.values()) count += line.size
     return count
   }
 
-  /** Asks for a slot for `owner`; `start` is called (at once when one is free to it) when it is granted. */
   take(owner: string, start: () => void): GiveUp {
     const waiter: Waiter = { owner, start, state: 'waiting' }
     let line = this.#lines.get(owner)
@@ -85,7 +73,6 @@ export class FairSlots {
     this.#grant()
   }
 
-  /** Fills free slots, each with the first waiter of the eligible owner holding the fewest. */
   #grant(): void {
     while (this.#running < this.slots) {
       const owner = this.#nextOwner()

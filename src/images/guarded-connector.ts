@@ -1,9 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns'
 import { buildConnector } from 'undici'
-import type { AddressPolicy } from './address-policy.js'
-import { ipLiteral } from './address-policy.js'
+import { ipLiteral, type AddressPolicy } from './address-policy.js'
 
-/** How a host name becomes addresses; tests pass their own to stand in for DNS. */
+/** How a host name becomes addresses; tests stand in for DNS with their own. */
 export type Resolver = (hostname: string) => Promise<string[]>
 
 export const systemResolver: Resolver = (hostname) =>
@@ -11,8 +10,8 @@ export const systemResolver: Resolver = (hostname) =>
     dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses.map((a) => a.address))))
   })
 
-/** Raised instead of connecting to an address the policy refuses; the address is never contacted. */
-export class ForbiddenAddressError extends Error {
+/** Raised instead of connecting to an address the policy refuses. */
+class ForbiddenAddressError extends Error {
   readonly code = 'ERR_FORBIDDEN_ADDRESS'
   constructor(
     readonly host: string,
@@ -22,8 +21,7 @@ export class ForbiddenAddressError extends Error {
   }
 }
 
-/** The host could not be resolved to any address. */
-export class UnresolvableHostError extends Error {
+class UnresolvableHostError extends Error {
   readonly code = 'ERR_UNRESOLVABLE_HOST'
   constructor(readonly host: string) {
     super(`${host} could not be resolved`)
@@ -31,10 +29,9 @@ export class UnresolvableHostError extends Error {
 }
 
 /**
- * An undici connector that decides where to connect itself: it resolves the host, keeps only addresses the
- * policy allows, and connects to the first of those by IP (TLS still verifies the original name). Because the
- * checked address is the connected address, a DNS answer that changes between check and connect (rebinding)
- * has nothing to exploit. The socket's remote address is checked once more after connecting, as a backstop.
+ * An undici connector that resolves the host itself and connects by IP to the first address the policy allows
+ * (TLS still verifies the name): the address checked is the address connected to, so DNS rebinding has nothing
+ * to exploit. The socket's remote address is checked again after connecting, as a backstop.
  */
 export function guardedConnector(policy: AddressPolicy, resolve: Resolver): buildConnector.connector {
   const connect = buildConnector({})
@@ -58,7 +55,7 @@ export function guardedConnector(policy: AddressPolicy, resolve: Resolver): buil
           {
             ...options,
             hostname: allowed,
-            // SNI and certificate checks use the name asked for (an IP literal has no name to send).
+            // SNI and certificate checks use the name asked for; an IP literal has none.
             servername: options.protocol === 'https:' && literal === undefined ? host : undefined,
           },
           (error, socket) => {
@@ -81,8 +78,8 @@ export function guardedConnector(policy: AddressPolicy, resolve: Resolver): buil
   }
 }
 
-/** The first error of `type` along an error's chain of causes (undici wraps what the connector raised). */
-export function findCause<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
+/** The first error of `type` along an error's causes (undici wraps what the connector raised). */
+function findCause<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
   for (let e = error; e instanceof Error; e = e.cause) if (e instanceof type) return e
   return undefined
 }
@@ -95,19 +92,17 @@ function errorCode(error: unknown): string | undefined {
   return undefined
 }
 
-/** For the log only: which of "resolves to a forbidden address" and "does not resolve" it was, or undefined. */
+const refusal = (error: unknown) => findCause(error, ForbiddenAddressError) ?? findCause(error, UnresolvableHostError)
+
+/** For the service's log only: whether the host resolved to a forbidden address or not at all. */
 export function refusedHostDetail(error: unknown): string | undefined {
-  return (findCause(error, ForbiddenAddressError) ?? findCause(error, UnresolvableHostError))?.message
+  return refusal(error)?.message
 }
 
-/**
- * Why a request through the guarded connector got no answer, in words fit for the caller who chose the URL
- * (image probes, webhook attempts); undefined when the error is none of the known kinds.
- */
+/** Why a request through the guarded connector got no answer, in words fit for whoever chose the URL. */
 export function describeConnectionError(error: unknown): string | undefined {
-  // One sentence for both: telling "resolves to a private address" apart from "does not resolve" would let a
-  // caller map which internal names exist. refusedHostDetail says which, for the service's own log.
-  const refused = findCause(error, ForbiddenAddressError) ?? findCause(error, UnresolvableHostError)
+  // One sentence for both: telling them apart would let a caller map which internal names exist.
+  const refused = refusal(error)
   if (refused) return `${refused.host} does not resolve to a public address`
   switch (errorCode(error)) {
     case 'ECONNREFUSED':

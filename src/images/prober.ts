@@ -16,51 +16,44 @@ export type ProbeResult = { ok: true; format: ImageFormat; bytes: number } | { o
 
 export type ProbeOutcome = 'ok' | ProbeFailureType
 
-/** Told what the prober does, for metrics; the prober itself knows nothing of how they are kept. */
+/** What the prober tells the metrics. */
 export interface ProbeObserver {
-  /** An image was fetched and judged, taking `seconds` (waiting for a free slot excluded). */
+  /** An image was fetched and judged; `seconds` excludes the wait for a slot. */
   probed(outcome: ProbeOutcome, seconds: number): void
-  /** Verdicts given without fetching (`count`, 1 if omitted): recent successes from the cache, or a fetch of the URL already under way. */
+  /** Verdicts given without fetching: from the cache, or by joining a fetch of the URL under way. */
   reused(source: 'cache' | 'in-flight', count?: number): void
 }
 
-/** Image work under way now, for metrics. */
+/** Image work under way: creates waiting on their checks, probes fetching, probes waiting for a slot. */
 export interface ImageWork {
-  /** Creates waiting on their image checks. */
   checks: number
-  /** Probes fetching. */
   running: number
-  /** Probes waiting for a free fetch slot. */
   waiting: number
 }
 
 export interface ImageProberOptions {
-  /** Largest accepted image, inclusive (IMAGE_MAX_BYTES). */
+  /** IMAGE_MAX_BYTES, inclusive. */
   maxBytes: number
-  /**
-   * IMAGE_FETCH_TIMEOUT_MS: the whole budget of one image (connect, redirects, headers and body), and of a create's
-   * whole wait for its images, waiting for a free fetch included.
-   */
+  /** IMAGE_FETCH_TIMEOUT_MS: the budget of one image, and of a create's whole wait for its images. */
   timeoutMs: number
   policy: AddressPolicy
   resolve?: Resolver
   clock?: Clock
-  /** Probes of one create running at once. */
   perRequestConcurrency?: number
-  /** Probes of the whole process running at once, shared fairly between providers (fair-slots.ts). */
+  /** Shared fairly between providers (fair-slots.ts). */
   processConcurrency?: number
-  /** Images one provider's creates may wait on at once (IMAGE_QUEUE_PER_PROVIDER); none: no bound. */
+  /** IMAGE_QUEUE_PER_PROVIDER; none: no bound. */
   queuePerProvider?: number
   observer?: ProbeObserver
-  /** Told, for the service's log, which way a host was refused (what the caller is not told). */
+  /** For the service's log: which way a host was refused, which the caller is not told. */
   onRefusedHost?: (detail: string) => void
 }
 
 const MAX_REDIRECTS = 3
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
-/** The first request asks for this much: enough to sniff, and a 206 reveals the total size. */
+/** The first request asks for this much: enough to sniff, and a 206 tells the total size. */
 const RANGE_BYTES = 4096
-/** Bytes kept from the start of a body: enough to name what a refused resource is. */
+/** Kept from the start of a body, to name what a refused resource is. */
 const HEAD_BYTES = 512
 const CACHE_TTL_MS = 10 * 60 * 1000
 const CACHE_ENTRIES = 10_000
@@ -77,10 +70,7 @@ class ProbeFailure extends Error {
 
 const unavailable = (detail: string) => new ProbeFailure('image-unavailable', detail)
 
-/**
- * A signal that aborts after `ms`, or as soon as `also` does; dispose() stops the timer. A plain timer, not
- * AbortSignal.timeout: combined through AbortSignal.any, Node 20 may collect a timeout signal before it fires.
- */
+/** Aborts after `ms`, or when `also` does. Not AbortSignal.timeout: under AbortSignal.any, Node 20 may collect it before it fires. */
 function abortAfter(ms: number, also?: AbortSignal): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {
   const controller = new AbortController()
   let timedOut = false
@@ -101,7 +91,7 @@ function abortAfter(ms: number, also?: AbortSignal): { signal: AbortSignal; time
   }
 }
 
-/** Stops a body we will not read further. The listener keeps the abort's error from crashing the process. */
+/** Stops a body we will not read further; the listener keeps the abort's error from crashing the process. */
 function discard(body: Dispatcher.ResponseData['body']): void {
   body.on('error', () => {})
   body.destroy()
@@ -118,15 +108,12 @@ function contentRangeTotal(value: string | undefined): number | undefined {
   return match ? Number(match[1]) : undefined
 }
 
-/** The error, or one of its causes, that is an instance of `type`. */
 /**
- * Fetches listing images before they are stored (docs/api.md#images) and judges them by what they are: format by
- * their first bytes, size by their full length, never by headers alone. It is the service's most exposed
- * code: callers choose the URLs, so every connection goes through guardedConnector (public addresses only,
- * checked on the address actually connected to, on every redirect hop), every body is read with a byte cap,
- * and every image has one time budget. Callers also choose how many images and how slow: each create's whole
- * wait has one deadline, the process's fetches are shared fairly between providers (fair-slots.ts), each
- * provider's backlog is bounded (provider-backlog.ts), and no fetch outlives every request waiting for it.
+ * Fetches listing images and judges them by what they are (docs/api.md#images): format by their first bytes, size
+ * by their full length, never by headers alone. Callers choose the URLs, so every connection, redirects included,
+ * goes through guardedConnector, every body is read with a byte cap, and each create's wait has one deadline.
+ * Callers also choose how many and how slow: fetches are shared fairly between providers, each provider's
+ * backlog is bounded, and no fetch outlives every request waiting for it.
  */
 export class ImageProber {
   readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer' | 'queuePerProvider' | 'onRefusedHost'>>
@@ -159,10 +146,8 @@ export class ImageProber {
   }
 
   /**
-   * The ImageCheck the create path awaits: each distinct URL probed once, a few at a time, all within one
-   * deadline (timeoutMs from the start of the wait, waiting for a slot included). When images fail, the first
-   * failing one in document order sets the status and errors[] names every failing image; an image not judged
-   * by the deadline, or before the client went away, is one that failed.
+   * Each distinct URL probed once, a few at a time, within one deadline. The first failing image in document
+   * order sets the status and errors[] names every failing one; an image not judged in time has failed.
    */
   readonly check: ImageCheck = async (images, options = { provider: '' }) => {
     if (this.#allCached(images)) return
@@ -189,22 +174,17 @@ export class ImageProber {
       })
     } finally {
       deadline.dispose()
-      // Probes this create no longer waits for: each ends unless another request still waits for it.
       for (const leave of joined) leave()
       this.#backlog.remove(provider, waiting)
       this.#checks -= 1
     }
   }
 
-  /** What is under way now. */
   work(): ImageWork {
     return { checks: this.#checks, running: this.#processSlots.running, waiting: this.#processSlots.waiting }
   }
 
-  /**
-   * Verdicts of `urls`, at most perRequestConcurrency probed at once, until all are in or `stop` aborts;
-   * then the verdicts in so far. The leave() of every probe joined is pushed on `joined`, for the caller.
-   */
+  /** Verdicts of `urls`, perRequestConcurrency at a time, until all are in or `stop` aborts. Pushes each probe's leave() on `joined`. */
   #judgeAll(urls: string[], provider: string, stop: AbortSignal, joined: Array<() => void>): Promise<Map<string, ProbeResult>> {
     const results = new Map<string, ProbeResult>()
     if (stop.aborted) return Promise.resolve(results)
@@ -213,7 +193,7 @@ export class ImageProber {
       let running = 0
       const finish = () => {
         stop.removeEventListener('abort', finish)
-        // A copy: verdicts arriving later must not change the answer already being written.
+        // A copy: later verdicts must not change the answer being written.
         resolve(new Map(results))
       }
       const startMore = () => {
@@ -247,11 +227,7 @@ export class ImageProber {
     )
   }
 
-  /**
-   * Whether every image was accepted recently: the common create, naming a provider's usual images. It is
-   * answered without a probe, a slot and a promise per image, which on a create of many items cost a visible share
-   * of its CPU (docs/benchmarks.md#images).
-   */
+  /** Whether every image was accepted recently (a provider's usual images): answered without a probe, slot or promise per image. */
   #allCached(images: ImageRef[]): boolean {
     const now = this.#options.clock()
     const distinct = new Set<string>()
@@ -263,16 +239,12 @@ export class ImageProber {
     return true
   }
 
-  /** One image's verdict for a caller that never goes away: from the cache, a probe under way, or a new probe. */
+  /** One image's verdict, for a caller that never goes away. */
   probe(url: string): Promise<ProbeResult> {
     return this.#join(url, '').result
   }
 
-  /**
-   * Waits for a verdict on `url`: from the cache of recent successes, by joining the probe of it under way, or
-   * by a new probe that waits for a slot in `provider`'s line (shared-probe.ts). leave() says the caller waits
-   * no more; when no one waits any more, the probe leaves every line, or its fetch is aborted.
-   */
+  /** A verdict on `url`: from the cache, the probe under way, or a new probe in `provider`'s line. leave() when no longer waiting. */
   #join(url: string, provider: string): { result: Promise<ProbeResult>; leave: () => void } {
     const cached = this.#cache.get(url, this.#options.clock())
     if (cached) {
@@ -293,7 +265,7 @@ export class ImageProber {
     const leave = () => {
       if (left) return
       left = true
-      // No one waits for it any more: a later request for the URL starts afresh.
+      // No one waits for it: a later request for the URL starts afresh.
       if (shared.leave()) this.#forget(url, shared)
     }
     return { result: shared.result, leave }
@@ -303,10 +275,7 @@ export class ImageProber {
     if (this.#inFlight.get(url) === probe) this.#inFlight.delete(url)
   }
 
-  /**
-   * Called once every request has been answered (Fastify's onClose), so no one awaits a probe still running:
-   * only those of a create cut short by the shutdown. They are aborted, not waited for up to their time budget.
-   */
+  /** On close every request has been answered: probes still running are aborted, not waited for. */
   async close(): Promise<void> {
     await this.#agent.destroy()
   }
@@ -343,9 +312,8 @@ export class ImageProber {
         throw this.#tooLarge(total)
       }
       const part = await this.#read(first.response)
-      // The range held the whole image: it has been read, so its size is a count, not a header's claim.
+      // The range held the whole image: its size was counted, not claimed. Otherwise fetch it whole and count.
       if (total !== undefined && part.bytes === total) return part
-      // Otherwise a header alone must not accept it: fetch it whole and count.
       const whole = await this.#get(first.url, signal)
       return this.#read(this.#expectOk(whole.response))
     }
@@ -384,10 +352,7 @@ export class ImageProber {
     }
   }
 
-  /**
-   * Reads a body, never more than maxBytes + 1 bytes: refuses early on a Content-Length over the limit, and
-   * stops at the first bytes when they are not an accepted image.
-   */
+  /** Reads at most maxBytes + 1 bytes of a body, and stops at the first bytes when they are not an accepted image. */
   async #read(response: Dispatcher.ResponseData): Promise<ProbeResult & { ok: true }> {
     const { maxBytes } = this.#options
     const declared = Number(header(response, 'content-length'))
@@ -434,7 +399,6 @@ export class ImageProber {
     if (timedOut) return `no complete answer within ${this.#options.timeoutMs} ms`
     const refused = refusedHostDetail(error)
     if (refused !== undefined) {
-      // The caller reads the same for a host that resolves privately and one that does not resolve at all.
       this.#onRefusedHost?.(refused)
       return `${describeConnectionError(error)}; images must be on the public internet`
     }

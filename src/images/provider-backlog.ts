@@ -1,8 +1,6 @@
 /**
- * How many images each provider's creates are waiting on (IMAGE_QUEUE_PER_PROVIDER): an image counts from the
- * moment its create is admitted until that create's check ends, whatever ends it. A create that would take its
- * provider over the bound is not admitted at all, so a provider cannot pile up work, memory and connections
- * faster than its checks end.
+ * How many images each provider's creates wait on (IMAGE_QUEUE_PER_PROVIDER), from admission until the check
+ * ends. A create that would go over is not admitted, so no provider piles up work faster than its checks end.
  */
 export class ProviderBacklog {
   readonly #waiting = new Map<string, number>()
@@ -13,7 +11,7 @@ export class ProviderBacklog {
     return this.#waiting.get(provider) ?? 0
   }
 
-  /** Counts `images` for `provider` and answers true, or answers false and counts nothing when they do not fit. */
+  /** Counts `images` for `provider`, or answers false and counts nothing when they do not fit. */
   tryAdd(provider: string, images: number): boolean {
     const waiting = this.waitingOf(provider) + images
     if (waiting > this.limit) return false

@@ -1,26 +1,24 @@
 import type { FairSlots, GiveUp } from './fair-slots.js'
 import type { ProbeResult } from './prober.js'
 
-/** What a probe no one waits for any more resolves with; no caller reads it. */
+/** What a probe no one waits for resolves with; no caller reads it. */
 const CANCELLED: ProbeResult = { ok: false, type: 'image-unavailable', detail: 'cancelled: no request waits for it' }
 
-/** A place in one provider's line for a fetch slot; `giveUp` is set once take() has returned. */
+/** A place in one provider's line; `giveUp` is set once take() has returned. */
 interface Place {
   giveUp?: GiveUp
 }
 
 /**
- * One probe of a URL and the requests waiting for its verdict. Until it runs, it waits in the line of every
- * provider that waits for it and runs on the first slot granted (its other places are given up), so a provider
- * naming another's image URL cannot hold that provider's create behind its own long line. It ends when judged,
- * or when its last waiter leaves: out of every line, or its fetch aborted and its slot freed at once.
+ * One probe of a URL and the requests waiting for its verdict. It waits in the line of every provider waiting
+ * for it and runs on the first slot granted, so a provider naming another's image URL cannot hold that provider's
+ * create behind its own long line. It ends when judged, or when its last waiter leaves (its fetch then aborted).
  */
 export class SharedProbe {
   readonly result: Promise<ProbeResult>
   #resolve!: (verdict: ProbeResult) => void
   #state: 'waiting' | 'running' | 'done' = 'waiting'
   #waiters = 0
-  /** Places in line by provider, while waiting. */
   readonly #places = new Map<string, Place>()
   /** The place whose slot it runs on. */
   #slot: Place | undefined
@@ -34,7 +32,7 @@ export class SharedProbe {
     this.result = new Promise((resolve) => (this.#resolve = resolve))
   }
 
-  /** A request of `provider` waits for the verdict from now on (until leave()). */
+  /** A request of `provider` waits for the verdict until leave(). */
   join(provider: string): void {
     this.#waiters += 1
     if (this.#state !== 'waiting' || this.#places.has(provider)) return
@@ -44,7 +42,7 @@ export class SharedProbe {
     place.giveUp = this.slots.take(provider, () => this.#start(provider, place))
   }
 
-  /** A waiter leaves; true when none is left, and then the probe has ended (cancelled, unless already judged). */
+  /** True when no waiter is left: the probe has then ended, cancelled unless already judged. */
   leave(): boolean {
     this.#waiters -= 1
     if (this.#waiters > 0) return false

@@ -19,10 +19,7 @@ export function sniffImageFormat(head: Uint8Array): ImageFormat | undefined {
   return undefined
 }
 
-/**
- * What a refused resource looks like, so a provider knows what they linked to ("content is image/svg+xml").
- * Only for the message: acceptance never depends on it.
- */
+/** What a refused resource looks like, for the message only ("content is image/svg+xml"). */
 export function describeContent(head: Uint8Array): string {
   const text = new TextDecoder('utf-8', { fatal: false }).decode(head.subarray(0, 512)).trimStart().toLowerCase()
   if (head.length === 0) return 'empty'

@@ -4,70 +4,91 @@ import { Problem } from '../errors.js'
 import { principalIdOf } from '../providers/authenticate.js'
 import { MemoryStore } from './memory-store.js'
 import { RedisStore } from './redis-store.js'
-import type { RateLimitStore } from './store.js'
 
-/** docs/api.md#rate-limits counts requests per minute: one fixed window of 60 s per provider. */
-export const WINDOW_MS = 60_000
+/** One key's fixed window after counting a request in it. */
+export interface WindowCount {
+  /** Requests counted in the window, this one included. */
+  count: number
+  /** When the window ends (ms since the Unix epoch). */
+  resetAtMs: number
+}
 
-// The one policy, named in both headers so a client can match them (draft-ietf-httpapi-ratelimit-headers-11).
+/** Where request counts live: MemoryStore (one instance) or RedisStore (every instance shares one budget). */
+export interface RateLimitStore {
+  /** Counts one request for `key`; rejects when the store cannot answer. */
+  hit(key: string, nowMs: number): Promise<WindowCount>
+  /** Resolves once the store can answer, or after `timeoutMs`; never rejects. */
+  ready(timeoutMs: number): Promise<void>
+  close(): Promise<void>
+}
+
+/** docs/api.md#rate-limits: one fixed window of a minute per provider. */
+const WINDOW_MS = 60_000
+
+// The one policy, named in both headers so a client can match them (draft-ietf-httpapi-ratelimit-headers).
 const POLICY = 'default'
 
-/** How long a start waits for the store to connect (onReady). */
+/** How long a start waits for the store to connect, so the first requests are counted. */
 const STORE_CONNECT_WAIT_MS = 1000
 
 /** A failing store is reported at most this often; the requests in between are counted in the next report. */
 const STORE_WARNING_INTERVAL_MS = 10_000
 
 /**
- * After the store fails, requests do not ask it for this long, then one request asks it again while the others
- * keep going without it, until one succeeds. A Redis that keeps its connection open but never answers (a network
- * black hole, a blocked server) otherwise cost every request the 200 ms command timeout.
+ * After the store fails, requests do not ask it for this long; then one asks while the others go without, until
+ * one succeeds. A Redis that holds its connection open but never answers would otherwise delay every request.
  */
 const STORE_BACKOFF_MS = 1000
 
-export interface RateLimiterOptions {
-  /** Requests per window per key, at least 1 (RATE_LIMIT_PER_MINUTE; 0 means no limiter is built). */
+export interface RateLimitSettings {
+  /** RATE_LIMIT_PER_MINUTE; 0 builds no limiter. */
   limit: number
+  /** REDIS_URL: set, every instance shares the counts; unset, each counts alone. */
+  redisUrl: string | undefined
+  clock: Clock
+  /** Redis key prefix (tests isolate themselves with their own). */
+  keyPrefix?: string
   /** Whom a request is counted for: by default the authenticated client (provider or marketplace). */
   keyOf?: (request: FastifyRequest) => string
-  store: RateLimitStore
-  clock: Clock
-  /**
-   * Called on every request the store failed to count (it is then served unlimited), with the store's error, or
-   * while the store is left alone after failing (STORE_BACKOFF_MS) with the error it failed with; must not throw.
-   */
+  /** Called for every request the store failed to count (it is served unlimited); must not throw. */
   onStoreError?: (error: Error) => void
 }
 
 export interface RateLimiter {
-  /** onRequest hook, registered after authenticate(): the key is the client's id (provider or marketplace). */
+  /** onRequest hook, after authenticate(). */
   onRequest: onRequestAsyncHookHandler
-  /**
-   * onReady hook: gives the store a moment to connect, so that the first requests after a start are counted
-   * (and no warning is logged for them). A store still down after it is no reason not to start: requests fail open.
-   */
+  /** onReady hook: gives the store a moment to connect. A store still down is no reason not to start. */
   ready: () => Promise<void>
   close: () => Promise<void>
 }
 
 /**
- * Per-provider fixed-window limiting. A request over the limit is 429 with Retry-After; every request counted
- * carries RateLimit-Policy and RateLimit. It fails open: when the store does not answer, requests are served
- * without limit and without those headers, because an unavailable counter must not make the API unavailable.
+ * The key of a request without a token: the socket's address, never X-Forwarded-For, which any client can write.
  */
-export function rateLimiter(options: RateLimiterOptions): RateLimiter {
-  const { limit, store, clock } = options
-  // Provider and marketplace ids differ by prefix (prv_, mkt_), client addresses have their own (addressKey).
-  const keyOf = options.keyOf ?? principalIdOf
+export const addressKey = (request: FastifyRequest) => `ip:${request.ip}`
+
+/**
+ * Fixed-window limiting per client, or none when the limit is 0. Over the limit is 429 with Retry-After; every
+ * request counted carries RateLimit-Policy and RateLimit. It fails open: an unavailable counter must not make the
+ * API unavailable, so when the store does not answer, requests are served without limit and without those headers.
+ */
+export function limiterFromSettings(settings: RateLimitSettings): RateLimiter | undefined {
+  const { limit, clock } = settings
+  if (limit === 0) return undefined
+  const store: RateLimitStore = settings.redisUrl
+    ? new RedisStore({ url: settings.redisUrl, windowMs: WINDOW_MS, keyPrefix: settings.keyPrefix })
+    : new MemoryStore(WINDOW_MS)
+  // Provider and marketplace ids differ by prefix (prv_, mkt_), addresses have their own (addressKey).
+  const keyOf = settings.keyOf ?? principalIdOf
   const policy = `"${POLICY}";q=${limit};w=${WINDOW_MS / 1000}`
   let nextWarningAtMs = 0
   let unreported = 0
-  // Store health, on the monotonic clock (the injected one dates windows, and tests hold it still).
+  // On the monotonic clock: the injected one dates windows, and tests hold it still.
   let lastFailure: { error: Error; retryAtMs: number } | undefined
   let retrying = false
 
   function storeFailed(request: FastifyRequest, error: Error): void {
-    options.onStoreError?.(error)
+    settings.onStoreError?.(error)
     unreported += 1
     const now = clock()
     if (now < nextWarningAtMs) return
@@ -81,7 +102,6 @@ export function rateLimiter(options: RateLimiterOptions): RateLimiter {
       storeFailed(request, lastFailure.error)
       return
     }
-    // The first request after the back-off asks the store again; until it is answered, the others go without.
     const isRetry = lastFailure !== undefined
     if (isRetry) retrying = true
     const key = keyOf(request)
@@ -97,7 +117,7 @@ export function rateLimiter(options: RateLimiterOptions): RateLimiter {
     } finally {
       if (isRetry) retrying = false
     }
-    // Whole seconds, rounded up so that a client waiting this long finds a fresh window.
+    // Rounded up, so that a client waiting this long finds a fresh window.
     const secondsToReset = Math.max(1, Math.ceil((window.resetAtMs - now) / 1000))
     const remaining = Math.max(0, limit - window.count)
     reply.header('ratelimit-policy', policy)
@@ -110,29 +130,4 @@ export function rateLimiter(options: RateLimiterOptions): RateLimiter {
   }
 
   return { onRequest, ready: () => store.ready(STORE_CONNECT_WAIT_MS), close: () => store.close() }
-}
-
-export interface RateLimitSettings {
-  /** RATE_LIMIT_PER_MINUTE. */
-  limit: number
-  /** REDIS_URL: set, counts are shared by every instance through Redis; unset, each instance counts alone. */
-  redisUrl: string | undefined
-  clock: Clock
-  /** Redis key prefix (tests isolate themselves with their own). */
-  keyPrefix?: string
-  keyOf?: (request: FastifyRequest) => string
-  onStoreError?: (error: Error) => void
-}
-
-/**
- * The key of a request without a token: the address it came from. The socket's, never X-Forwarded-For, which any
- * client can write (the service trusts no proxy header).
- */
-export const addressKey = (request: FastifyRequest) => `ip:${request.ip}`
-
-/** The limiter the configuration asks for; none when the limit is 0, so no store is even built. */
-export function limiterFromSettings(settings: RateLimitSettings): RateLimiter | undefined {
-  if (settings.limit === 0) return undefined
-  const store = settings.redisUrl ? new RedisStore({ url: settings.redisUrl, windowMs: WINDOW_MS, keyPrefix: settings.keyPrefix }) : new MemoryStore(WINDOW_MS)
-  return rateLimiter({ limit: settings.limit, store, clock: settings.clock, keyOf: settings.keyOf, onStoreError: settings.onStoreError })
 }

@@ -1,9 +1,8 @@
-import type { RateLimitStore, WindowCount } from './store.js'
+import type { RateLimitStore, WindowCount } from './limiter.js'
 
 /**
- * Counts in this process only. Memory stays bounded by the keys seen in about the last two windows: an expired
- * window is replaced on its key's next hit, and once per window a sweep drops those whose key went quiet.
- * Time is whatever the caller passes (the app's clock), so tests move it instead of sleeping.
+ * Counts in this process only. Memory stays bounded by the keys of about the last two windows: once per window
+ * a sweep drops the expired ones. Time is the caller's (the app's clock), so tests move it instead of sleeping.
  */
 export class MemoryStore implements RateLimitStore {
   readonly #windows = new Map<string, WindowCount>()
@@ -22,7 +21,7 @@ export class MemoryStore implements RateLimitStore {
     return { ...window }
   }
 
-  /** Windows held now (tests check that expired ones are dropped). */
+  /** Windows held now. */
   get size(): number {
     return this.#windows.size
   }

@@ -1,13 +1,11 @@
 import { Redis } from 'ioredis'
-import type { RateLimitStore, WindowCount } from './store.js'
+import type { RateLimitStore, WindowCount } from './limiter.js'
 
-export const DEFAULT_KEY_PREFIX = 'listing-service:rate:'
-
-/** How long one count may take before the request is served without it (fail open). */
+/** How long one count may take before the request is served without it. */
 const COMMAND_TIMEOUT_MS = 200
 
-// One round trip, atomic: the first hit of a window (a key without expiry) starts the window. Checking the
-// expiry rather than `count == 1` also heals a key that lost its expiry, which would otherwise never reset.
+// Atomic, one round trip: a key without expiry starts its window. Checking the expiry rather than `count == 1`
+// also heals a key that lost its expiry, which would otherwise never reset.
 const HIT_SCRIPT = `
 local count = redis.call('INCR', KEYS[1])
 local ttl = redis.call('PTTL', KEYS[1])
@@ -22,25 +20,18 @@ interface RateLimitRedis extends Redis {
   rateLimitHit(key: string, windowMs: number): Promise<[count: number, ttlMs: number]>
 }
 
-export interface RedisStoreOptions {
-  url: string
-  windowMs: number
-  /** Keys are `<prefix><key>`; tests pass their own prefix to keep to themselves on a shared Redis. */
-  keyPrefix?: string
-}
-
 /**
- * Counts shared by every instance through Redis. Windows run on Redis's clock (its key expiry), so instances
- * with skewed clocks still share one window. Built to fail fast, never to wait for Redis: no offline queue
- * (a command while disconnected fails at once), a short command timeout, reconnects in the background.
+ * Counts shared by every instance. Windows run on Redis's clock (key expiry), so instances with skewed clocks
+ * share one window. It fails fast, never waits for Redis: no offline queue, a short command timeout, reconnects
+ * in the background.
  */
 export class RedisStore implements RateLimitStore {
   readonly #redis: RateLimitRedis
   readonly #prefix: string
   readonly #windowMs: number
 
-  constructor(options: RedisStoreOptions) {
-    this.#prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX
+  constructor(options: { url: string; windowMs: number; keyPrefix?: string }) {
+    this.#prefix = options.keyPrefix ?? 'listing-service:rate:'
     this.#windowMs = options.windowMs
     const redis = new Redis(options.url, {
       enableOfflineQueue: false,
@@ -51,9 +42,8 @@ export class RedisStore implements RateLimitStore {
       // Never gives up: when Redis comes back, limiting resumes without a restart.
       retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
     })
-    // Without a listener, ioredis writes every failed reconnect's stack to stderr, past the logger, several times
-    // a second while Redis is down (an EventEmitter's unheard 'error' would even crash the process). Nothing
-    // else is needed here: each request meanwhile fails its hit(), and the limiter reports that at a bounded rate.
+    // Without a listener ioredis writes every failed reconnect to stderr, past the logger (and an unheard 'error'
+    // could crash the process). The limiter reports the failed hits at a bounded rate instead.
     redis.on('error', () => {})
     redis.defineCommand('rateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT })
     this.#redis = redis as RateLimitRedis
@@ -79,7 +69,7 @@ export class RedisStore implements RateLimitStore {
   }
 
   async close(): Promise<void> {
-    // Nothing in flight is worth waiting for, and disconnect() also stops the reconnect loop.
+    // Nothing in flight is worth waiting for; disconnect() also stops reconnecting.
     this.#redis.disconnect()
   }
 }
