@@ -509,7 +509,7 @@ export const idSegment = fc.oneof(
   fc.stringMatching(/^[0-9A-Z]{26}$/),
   fc.stringMatching(/^[0-9A-Za-z]{0,40}$/),
   fc.string({ unit: 'grapheme', maxLength: 30 }).map(encodeURIComponent),
-  fc.constantFrom('%00', '%E0%A4%A', '%', '..', '%2F', 'create', 'by-reference', 'x'.repeat(5000), '9'.repeat(5000), '-1', '1e999'),
+  fc.constantFrom('%00', '%E0%A4%A', '%', '.', '..', '%2F', 'create', 'by-reference', 'x'.repeat(5000), '9'.repeat(5000), '-1', '1e999'),
 )
 
 // ---- what every answer must be ---------------------------------------------------------------------------------
