@@ -1,8 +1,8 @@
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
-import type { Tables, WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from '../db/tables.js'
+import type { Tables, WebhookAttemptsTable, WebhookEndpointsTable } from '../db/tables.js'
 import type { EventType } from '../events/types.js'
 import { typesOf } from './event-mask.js'
 import type { DeliveryAttempt, WebhookEndpoint } from './schemas.js'
@@ -54,16 +54,18 @@ export function endpointView(row: EndpointRow): WebhookEndpoint {
   }
 }
 
-type PendingRow = Pick<WebhookDeliveriesTable, 'event_id' | 'event_type' | 'attempts' | 'next_attempt_at_ms'>
-type AttemptRow = Omit<WebhookAttemptsTable, 'provider_id' | 'endpoint_id'>
+/** A line of the delivery log: an attempt made, or the next attempt of a delivery still owed (`pending`). */
+type LogRow = Omit<WebhookAttemptsTable, 'provider_id' | 'endpoint_id' | 'outcome' | 'duration_ms'> & {
+  outcome: WebhookAttemptsTable['outcome'] | 'pending'
+  duration_ms: number | null
+}
 
 /** A provider's webhook endpoints, their changes, and their delivery log. */
 export class WebhookRepository {
   readonly #db: Kysely<Tables>
   readonly #list: PreparedQuery<{ providerId: string }, EndpointRow>
   readonly #one: PreparedQuery<{ providerId: string; id: string }, EndpointRow>
-  readonly #pending: PreparedQuery<{ providerId: string; endpointId: string; limit: number }, PendingRow>
-  readonly #attempts: PreparedQuery<{ providerId: string; endpointId: string; limit: number }, AttemptRow>
+  readonly #log: PreparedQuery<{ providerId: string; endpointId: string; limit: number }, LogRow>
 
   constructor(database: Database) {
     this.#db = database.writer
@@ -74,24 +76,37 @@ export class WebhookRepository {
     this.#one = new PreparedQuery(database.kysely, (db, param) =>
       db.selectFrom('webhook_endpoints').select(columns).where('id', '=', param('id')).where('provider_id', '=', param('providerId')),
     )
-    this.#pending = new PreparedQuery(database.kysely, (db, param) =>
-      db
+    // One statement, so one snapshot: an attempt recorded and its retry scheduled commit together, and the log
+    // shows both or neither.
+    this.#log = new PreparedQuery(database.kysely, (db, param) => {
+      const pending = db
         .selectFrom('webhook_deliveries')
-        .select(['event_id', 'event_type', 'attempts', 'next_attempt_at_ms'])
+        .select((eb) => [
+          'event_id',
+          'event_type',
+          eb('attempts', '+', sql.lit(1)).as('attempt'),
+          sql<LogRow['outcome']>`'pending'`.as('outcome'),
+          sql<number | null>`cast(null as integer)`.as('response_status'),
+          sql<number | null>`cast(null as integer)`.as('duration_ms'),
+          'next_attempt_at_ms as at_ms',
+          sql<string | null>`cast(null as text)`.as('error'),
+        ])
         .where('provider_id', '=', param('providerId'))
         .where('endpoint_id', '=', param('endpointId'))
         .orderBy('next_attempt_at_ms', 'desc')
-        .limit(param('limit')),
-    )
-    this.#attempts = new PreparedQuery(database.kysely, (db, param) =>
-      db
+        .limit(param('limit'))
+      const made = db
         .selectFrom('webhook_attempts')
         .select(['event_id', 'event_type', 'attempt', 'outcome', 'response_status', 'duration_ms', 'at_ms', 'error'])
         .where('provider_id', '=', param('providerId'))
         .where('endpoint_id', '=', param('endpointId'))
         .orderBy('at_ms', 'desc')
-        .limit(param('limit')),
-    )
+        .limit(param('limit'))
+      return db
+        .selectFrom(pending.as('p'))
+        .selectAll()
+        .unionAll(db.selectFrom(made.as('a')).selectAll())
+    })
   }
 
   list(providerId: string): Promise<EndpointRow[]> {
@@ -179,34 +194,18 @@ export class WebhookRepository {
 
   /** The endpoint's log, newest first: attempts made, and the next attempt of each delivery still owed. */
   async deliveries({ providerId, endpointId }: Owned, limit: number): Promise<DeliveryAttempt[]> {
-    const [pending, made] = await Promise.all([
-      this.#pending.execute({ providerId, endpointId, limit }),
-      this.#attempts.execute({ providerId, endpointId, limit }),
-    ])
-    const entries: Array<DeliveryAttempt & { atMs: number }> = [
-      ...pending.map((row) => ({
-        eventId: row.event_id,
-        type: row.event_type as EventType,
-        attempt: row.attempts + 1,
-        outcome: 'pending' as const,
-        responseStatus: null,
-        durationMs: null,
-        at: iso(row.next_attempt_at_ms),
-        error: null,
-        atMs: row.next_attempt_at_ms,
-      })),
-      ...made.map((row) => ({
-        eventId: row.event_id,
-        type: row.event_type as EventType,
-        attempt: row.attempt,
-        outcome: row.outcome,
-        responseStatus: row.response_status === null ? null : row.response_status,
-        durationMs: row.duration_ms,
-        at: iso(row.at_ms),
-        error: row.error,
-        atMs: row.at_ms,
-      })),
-    ]
+    const rows = await this.#log.execute({ providerId, endpointId, limit })
+    const entries: Array<DeliveryAttempt & { atMs: number }> = rows.map((row) => ({
+      eventId: row.event_id,
+      type: row.event_type as EventType,
+      attempt: row.attempt,
+      outcome: row.outcome,
+      responseStatus: row.response_status,
+      durationMs: row.duration_ms,
+      at: iso(row.at_ms),
+      error: row.error,
+      atMs: row.at_ms,
+    }))
     entries.sort((a, b) => b.atMs - a.atMs)
     return entries.slice(0, limit).map(({ atMs: _, ...entry }) => entry)
   }
