@@ -4,12 +4,13 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
+import type { Kysely } from 'kysely'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { buildApp, type AppDependencies } from '../src/app.js'
 import { loadConfig, type Config } from '../src/config.js'
 import { openDatabase, type Database, type DialectName } from '../src/db/connection.js'
-import { migrate } from '../src/db/migrate.js'
+import { migrate, migrations } from '../src/db/migrate.js'
 import { Drain } from '../src/http/drain.js'
 import type { ImageCheck } from '../src/images/check.js'
 import { Metrics } from '../src/metrics.js'
@@ -113,6 +114,31 @@ export async function createTestDatabase(dialect: DialectName): Promise<TestData
       await client.query(`drop database if exists ${name} with (force)`)
       await client.end()
     },
+  }
+}
+
+/**
+ * A database of its own as it was just before migration `name`: the migrations before it run by hand (so there is
+ * no schema_migrations table). `body` puts data there and runs `next`, the migration named, on it; the database is
+ * dropped afterwards, also when the test fails.
+ */
+export async function beforeMigration(
+  dialect: DialectName,
+  name: string,
+  body: (it: { database: Database; db: Kysely<any>; next: (typeof migrations)[number] }) => Promise<void>,
+): Promise<void> {
+  const at = migrations.findIndex((migration) => migration.name === name)
+  const next = migrations[at]
+  if (!next) throw new Error(`no migration ${name}`)
+  const testDatabase = await createTestDatabase(dialect)
+  const database = openDatabase(testDatabase.url)
+  try {
+    const db = database.kysely as Kysely<any>
+    for (const migration of migrations.slice(0, at)) await migration.up(db, dialect)
+    await body({ database, db, next })
+  } finally {
+    await database.close()
+    await testDatabase.drop()
   }
 }
 

@@ -4,7 +4,6 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { sql, type Kysely } from 'kysely'
 import { openDatabase } from '../src/db/connection.js'
-import { migrations } from '../src/db/migrate.js'
 import { cellOf } from '../src/discovery/cells.js'
 import { unitVector } from '../src/discovery/sphere.js'
 import { itemColumns, listingColumns } from '../src/listings/columns.js'
@@ -14,7 +13,7 @@ import { listingBody } from './fixtures.js'
 import { seededRandom } from './seeded-random.js'
 import * as initial from '../src/migrations/2026-11-21-initial.js'
 import * as listingItemsJson from '../src/migrations/2026-11-21-listing-items-json.js'
-import { createTestDatabase, testDialects } from './helper.js'
+import { beforeMigration, createTestDatabase, testDialects } from './helper.js'
 import { killAll, ROOT, runCli, startServer } from './process.js'
 
 /** Contract §1: migrations are idempotent and safe when two instances start at once. */
@@ -168,12 +167,7 @@ describe('two instances starting at once on one fresh SQLite file', () => {
 
 for (const dialect of await testDialects()) {
   test(`2026-11-25-items-stored-once leaves items_record as the one copy of a listing's items [${dialect}]`, async () => {
-    const testDatabase = await createTestDatabase(dialect)
-    const database = openDatabase(testDatabase.url)
-    try {
-      const db = database.kysely as Kysely<any>
-      const at = migrations.findIndex((migration) => migration.name === '2026-11-25-items-stored-once')
-      for (const migration of migrations.slice(0, at)) await migration.up(db, dialect)
+    await beforeMigration(dialect, '2026-11-25-items-stored-once', async ({ database, db, next }) => {
       const provider = await new ProviderRepository(database).create({ name: 'Before' }, Date.now())
       const input = { ...(listingBody({}, 2) as CreateListingInput), referenceId: 'before' }
       const items = JSON.stringify(itemColumns(input))
@@ -193,7 +187,7 @@ for (const dialect of await testDialects()) {
         })
         .execute()
 
-      await (migrations[at] as (typeof migrations)[number]).up(db, dialect)
+      await next.up(db, dialect)
 
       const stored = await db.selectFrom('listings').selectAll().executeTakeFirstOrThrow()
       assert.equal(stored.items_record, items)
@@ -203,23 +197,13 @@ for (const dialect of await testDialects()) {
           ? await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(db)
           : await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = current_schema()`.execute(db)
       assert.ok(!tables.rows.some((row) => row.name === 'listing_items'))
-    } finally {
-      await database.close()
-      await testDatabase.drop()
-    }
+    })
   })
 }
 
 for (const dialect of await testDialects()) {
   test(`2026-11-24-discovery-cells fills every existing listing's cell and replaces the first spatial index [${dialect}]`, async () => {
-    const testDatabase = await createTestDatabase(dialect)
-    const database = openDatabase(testDatabase.url)
-    try {
-      const db = database.kysely as Kysely<any>
-      // Found by name: later migrations follow it.
-      const at = migrations.findIndex((migration) => migration.name === '2026-11-24-discovery-cells')
-      const last = migrations[at] as (typeof migrations)[number]
-      for (const migration of migrations.slice(0, at)) await migration.up(db, dialect)
+    await beforeMigration(dialect, '2026-11-24-discovery-cells', async ({ database, db, next: cells }) => {
       const provider = await new ProviderRepository(database).create({ name: 'Before cells' }, Date.now())
       // More listings than the migration fills per statement, spread over the globe, poles and antimeridian too.
       const next = seededRandom(3)
@@ -246,7 +230,7 @@ for (const dialect of await testDialects()) {
           .values(rows.slice(at, at + 500))
           .execute()
 
-      await last.up(db, dialect)
+      await cells.up(db, dialect)
 
       const stored = await db.selectFrom('listings').select(['id', 'latitude', 'longitude', 'cell']).execute()
       assert.equal(stored.length, count)
@@ -258,21 +242,13 @@ for (const dialect of await testDialects()) {
       const names = indexes.rows.map((row) => row.name)
       assert.ok(names.includes('listings_near') && names.includes('listings_ending'), names.join(', '))
       assert.ok(!names.includes('listing_geo') && !names.includes('listings_discovery'), names.join(', '))
-    } finally {
-      await database.close()
-      await testDatabase.drop()
-    }
+    })
   })
 }
 
 for (const dialect of await testDialects()) {
   test(`2026-11-25-shard-ready-keys keeps every row and index, and gives the delivery log its provider [${dialect}]`, async () => {
-    const testDatabase = await createTestDatabase(dialect)
-    const database = openDatabase(testDatabase.url)
-    try {
-      const db = database.kysely as Kysely<any>
-      const at = migrations.findIndex((migration) => migration.name === '2026-11-25-shard-ready-keys')
-      for (const migration of migrations.slice(0, at)) await migration.up(db, dialect)
+    await beforeMigration(dialect, '2026-11-25-shard-ready-keys', async ({ database, db, next }) => {
       const provider = await new ProviderRepository(database).create({ name: 'Before keys' }, Date.now())
       const input = { ...(listingBody({}, 1) as CreateListingInput), referenceId: 'before' }
       await db
@@ -314,7 +290,7 @@ for (const dialect of await testDialects()) {
         .execute()
       const before = await indexNames(db, dialect)
 
-      await (migrations[at] as (typeof migrations)[number]).up(db, dialect)
+      await next.up(db, dialect)
 
       assert.deepEqual(await indexNames(db, dialect), before)
       const listing = await db.selectFrom('listings').selectAll().executeTakeFirstOrThrow()
@@ -333,10 +309,7 @@ for (const dialect of await testDialects()) {
           .values({ ...listing, id: 'L2', seq: 2 })
           .execute(),
       )
-    } finally {
-      await database.close()
-      await testDatabase.drop()
-    }
+    })
   })
 }
 

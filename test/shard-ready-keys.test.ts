@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Kysely } from 'kysely'
 import { openDatabase } from '../src/db/connection.js'
-import { migrate, migrations } from '../src/db/migrate.js'
-import { createTestDatabase, testDialects } from './helper.js'
+import { migrate } from '../src/db/migrate.js'
+import { beforeMigration, createTestDatabase, testDialects } from './helper.js'
 import { GLOBAL_TABLES, readTableKeys, shardKeyViolations, type TableKeys } from './schema-keys.js'
 
 // docs/sharding.md: every table of provider data carries provider_id and leads its keys with it. A new table or
@@ -27,12 +27,7 @@ for (const dialect of await testDialects()) {
 
 for (const dialect of await testDialects()) {
   test(`the rule finds what kept the schema before 2026-11-25-shard-ready-keys from sharding [${dialect}]`, async () => {
-    const testDatabase = await createTestDatabase(dialect)
-    const database = openDatabase(testDatabase.url)
-    try {
-      const db = database.kysely as Kysely<any>
-      const at = migrations.findIndex((migration) => migration.name === '2026-11-25-shard-ready-keys')
-      for (const migration of migrations.slice(0, at)) await migration.up(db, dialect)
+    await beforeMigration(dialect, '2026-11-25-shard-ready-keys', async ({ db }) => {
       // Migrations run by hand here: no schema_migrations table, which the rule would report.
       const found = shardKeyViolations(await readTableKeys(db, dialect)).filter((line) => !line.startsWith('schema_migrations:'))
       const keyName = (table: string) => (dialect === 'sqlite' ? `${table} primary key` : `${table}_pkey`)
@@ -43,10 +38,7 @@ for (const dialect of await testDialects()) {
         `webhook_deliveries: key ${keyName('webhook_deliveries')} (id) does not lead with provider_id`,
         `webhook_endpoints: key ${keyName('webhook_endpoints')} (id) does not lead with provider_id`,
       ])
-    } finally {
-      await database.close()
-      await testDatabase.drop()
-    }
+    })
   })
 }
 
