@@ -1,4 +1,4 @@
-import { sql, type Kysely, type UpdateQueryBuilder, type UpdateResult } from 'kysely'
+import { type Kysely, type UpdateQueryBuilder, type UpdateResult } from 'kysely'
 import { byProvider } from '../by-provider.js'
 import { onPostgres } from '../db/dialect.js'
 import type { Tables } from '../db/tables.js'
@@ -44,10 +44,16 @@ export interface Claim {
   more: boolean
 }
 
-interface Candidate {
+/** An endpoint with deliveries due, and what its attempts need of it. */
+interface DueEndpoint {
   provider_id: string
   id: string
-  next_attempt_at_ms: number
+  url: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_until_ms: number | null
+  failing_since_ms: number | null
+  industry: string
 }
 
 /**
@@ -56,134 +62,113 @@ interface Candidate {
  * claim and starve the others. An endpoint that is failing (its last attempt failed) gets one attempt at a time:
  * a receiver that is down is probed, not flooded, and its queue costs the database little.
  *
- * Provider by provider: the candidates, the oldest due first, are chosen by reads across providers that lock
- * nothing (dueCandidates); then each provider's are leased by a transaction of its own (leaseDeliveries), on that
- * provider's rows alone. There each is read again FOR UPDATE SKIP LOCKED on PostgreSQL and must still be free,
- * so two instances claiming at once take different ones; the lease then keeps them out of every other claim until
- * the attempt is recorded or the lease has run out.
+ * The endpoints with something due are found by a read across providers that locks nothing, the one waiting
+ * longest first; then each endpoint's oldest free deliveries are leased by one statement on its provider's rows
+ * alone (leaseDue), which on PostgreSQL skips rows another instance is leasing at that moment. The lease keeps a
+ * delivery out of every other claim until its attempt is recorded or the lease has run out.
  */
 export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Claim> {
-  const { candidates, more } = await dueCandidates(db, args)
-  const chosen = candidates.slice(0, args.limit)
   const deliveries: ClaimedDelivery[] = []
-  for (const [providerId, rows] of byProvider(chosen)) {
-    deliveries.push(
-      ...(await leaseDeliveries(
-        db,
-        providerId,
-        rows.map((row) => row.id),
-        args,
-      )),
-    )
+  let more = false
+  for (const endpoint of await dueEndpoints(db, args)) {
+    if (deliveries.length === args.limit) {
+      more = true
+      break
+    }
+    const cap = endpoint.failing_since_ms === null ? args.perEndpoint : 1
+    const room = Math.min(args.limit - deliveries.length, cap - (args.running[endpoint.id] ?? 0))
+    if (room <= 0) continue
+    const leased = await leaseDue(db, endpoint, room, args)
+    // A full share may leave more behind; the endpoint's attempts ending will call the next claim.
+    if (leased.length === room) more = true
+    if (leased.length === 0) continue
+    const events = await db
+      .selectFrom('events')
+      .select(['id', 'seq', 'type', 'created_at_ms', 'snapshot'])
+      .where('provider_id', '=', endpoint.provider_id)
+      .where(
+        'id',
+        'in',
+        leased.map((delivery) => delivery.event_id),
+      )
+      .execute()
+    const eventById = new Map(events.map((event) => [event.id, event]))
+    for (const { id, event_id, attempts, next_attempt_at_ms } of leased) {
+      const event = eventById.get(event_id)
+      // Deliveries of an event are removed with it (retention), so a leased delivery's event is there.
+      if (!event) continue
+      const { id: endpoint_id, failing_since_ms: _, ...rest } = endpoint
+      deliveries.push({ ...event, ...rest, delivery_id: id, endpoint_id, attempts, next_attempt_at_ms })
+    }
   }
   deliveries.sort((a, b) => a.next_attempt_at_ms - b.next_attempt_at_ms)
-  return { deliveries, more: more || candidates.length > chosen.length }
+  return { deliveries, more }
 }
 
-/** Each endpoint's oldest free due deliveries, up to its room, all in due order; whether any endpoint has more. */
-function dueCandidates(db: Kysely<Tables>, args: ClaimArgs): Promise<{ candidates: Candidate[]; more: boolean }> {
-  return db.transaction().execute(async (tx) => {
-    const passedOver = [
-      ...Object.entries(args.running)
-        .filter(([, n]) => n >= args.perEndpoint)
-        .map(([id]) => id),
-      ...args.resting,
-    ]
-    // The endpoints with something due, one index probe each; those at their share or resting are not asked at
-    // all. Asking the deliveries first, in due order, had to step over every delivery owed to such an endpoint.
-    const endpoints = await tx
-      .selectFrom('webhook_endpoints as w')
-      .select(['w.provider_id', 'w.id', 'w.failing_since_ms'])
-      .where('w.status', '=', 'enabled')
-      .$if(passedOver.length > 0, (qb) => qb.where('w.id', 'not in', passedOver))
-      .where((eb) =>
-        eb.exists(
+/**
+ * The enabled endpoints with a delivery due, but those at their share or resting, the one due longest first: one
+ * index probe each (webhook_deliveries_endpoint). Asking the deliveries first, in due order, had to step over
+ * every delivery owed to an endpoint passed over.
+ */
+function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEndpoint[]> {
+  const passedOver = [
+    ...Object.entries(args.running)
+      .filter(([, n]) => n >= args.perEndpoint)
+      .map(([id]) => id),
+    ...args.resting,
+  ]
+  return db
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('webhook_endpoints as w')
+        .innerJoin('providers as p', 'p.id', 'w.provider_id')
+        .select(['w.provider_id', 'w.id', 'w.url', 'w.secret', 'w.previous_secret', 'w.previous_secret_until_ms', 'w.failing_since_ms', 'p.industry'])
+        .select((eb) =>
           eb
             .selectFrom('webhook_deliveries as x')
-            .select(sql.lit(1).as('one'))
+            .select((eb) => eb.fn.min('x.next_attempt_at_ms').as('due'))
             .whereRef('x.provider_id', '=', 'w.provider_id')
             .whereRef('x.endpoint_id', '=', 'w.id')
-            .where('x.next_attempt_at_ms', '<=', args.nowMs),
-        ),
-      )
-      .orderBy('w.provider_id')
-      .orderBy('w.id')
-      .execute()
-    // Each endpoint's oldest due deliveries, read in index order. PostgreSQL without statistics on
-    // webhook_deliveries (a new table, or autovacuum off) plans a bitmap scan of all of them and a sort instead:
-    // only this transaction is told not to.
-    if (onPostgres(tx)) await sql`set local enable_bitmapscan = off`.execute(tx)
-    const candidates: Candidate[] = []
-    let more = false
-    for (const endpoint of endpoints) {
-      const cap = endpoint.failing_since_ms === null ? args.perEndpoint : 1
-      const room = Math.min(args.limit, cap - (args.running[endpoint.id] ?? 0))
-      if (room <= 0) continue
-      const due = await tx
+            .where('x.next_attempt_at_ms', '<=', args.nowMs)
+            .as('due_since'),
+        )
+        .where('w.status', '=', 'enabled')
+        .$if(passedOver.length > 0, (qb) => qb.where('w.id', 'not in', passedOver))
+        .as('e'),
+    )
+    .selectAll()
+    .where('due_since', 'is not', null)
+    .orderBy('due_since')
+    .orderBy('provider_id')
+    .orderBy('id')
+    .execute()
+}
+
+/**
+ * Leases up to `room` of an endpoint's due deliveries that no one holds, oldest due first, in one statement: read in
+ * the order of webhook_deliveries_endpoint, whatever the planner knows of the table (a claim that named its
+ * deliveries by id instead was planned as a scan of every delivery owed while the table had no statistics). On
+ * PostgreSQL rows another claim has just taken are skipped rather than waited for.
+ */
+function leaseDue(db: Kysely<Tables>, endpoint: DueEndpoint, room: number, args: ClaimArgs) {
+  return db
+    .updateTable('webhook_deliveries')
+    .set({ lease_until_ms: args.leaseUntilMs })
+    .where('provider_id', '=', endpoint.provider_id)
+    .where('id', 'in', (eb) =>
+      eb
         .selectFrom('webhook_deliveries')
-        .select(['provider_id', 'id', 'next_attempt_at_ms'])
+        .select('id')
         .where('provider_id', '=', endpoint.provider_id)
         .where('endpoint_id', '=', endpoint.id)
         .where('next_attempt_at_ms', '<=', args.nowMs)
         .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<=', args.nowMs)]))
         .orderBy('next_attempt_at_ms')
         .limit(room)
-        .execute()
-      // A full share may leave more behind; the endpoint's attempts ending will call the next claim.
-      if (due.length === room) more = true
-      candidates.push(...due)
-    }
-    candidates.sort((a, b) => a.next_attempt_at_ms - b.next_attempt_at_ms)
-    return { candidates, more }
-  })
-}
-
-/** Leases those of one provider's deliveries `ids` that are still due and free, and reads what their attempts need. */
-function leaseDeliveries(db: Kysely<Tables>, providerId: string, ids: readonly string[], args: ClaimArgs): Promise<ClaimedDelivery[]> {
-  return db.transaction().execute(async (tx) => {
-    const free = await tx
-      .selectFrom('webhook_deliveries')
-      .select('id')
-      .where('provider_id', '=', providerId)
-      .where('id', 'in', ids)
-      .where('next_attempt_at_ms', '<=', args.nowMs)
-      .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<=', args.nowMs)]))
-      .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
-      .execute()
-    if (free.length === 0) return []
-    const taken = free.map((row) => row.id)
-    await tx
-      .updateTable('webhook_deliveries')
-      .set({ lease_until_ms: args.leaseUntilMs })
-      .where('provider_id', '=', providerId)
-      .where('id', 'in', taken)
-      .execute()
-    return tx
-      .selectFrom('webhook_deliveries as dl')
-      .innerJoin('webhook_endpoints as w', (join) => join.onRef('w.provider_id', '=', 'dl.provider_id').onRef('w.id', '=', 'dl.endpoint_id'))
-      .innerJoin('events as e', (join) => join.onRef('e.provider_id', '=', 'dl.provider_id').onRef('e.id', '=', 'dl.event_id'))
-      .innerJoin('providers as p', 'p.id', 'dl.provider_id')
-      .select([
-        'dl.id as delivery_id',
-        'dl.provider_id',
-        'dl.endpoint_id',
-        'dl.attempts',
-        'dl.next_attempt_at_ms',
-        'w.url',
-        'w.secret',
-        'w.previous_secret',
-        'w.previous_secret_until_ms',
-        'e.id',
-        'e.seq',
-        'e.type',
-        'e.created_at_ms',
-        'e.snapshot',
-        'p.industry',
-      ])
-      .where('dl.provider_id', '=', providerId)
-      .where('dl.id', 'in', taken)
-      .execute()
-  })
+        .$if(onPostgres(db), (qb) => qb.forUpdate().skipLocked()),
+    )
+    .returning(['id', 'event_id', 'attempts', 'next_attempt_at_ms'])
+    .execute()
 }
 
 /** What one attempt came to, and what follows for its delivery (decided by the worker from the schedule). */
@@ -268,32 +253,28 @@ function recordProviderAttempts(
   disableAfterMs: number,
 ): Promise<string[]> {
   return db.transaction().execute(async (tx) => {
-    const owed = await tx
-      .selectFrom('webhook_deliveries')
-      .select('id')
-      .where('provider_id', '=', providerId)
-      .where(
-        'id',
-        'in',
-        records.map((record) => record.deliveryId),
-      )
-      .$if(onPostgres(tx), (qb) => qb.forUpdate())
-      .execute()
-    const stillOwed = new Set(owed.map((row) => row.id))
-    const recorded = records.filter((record) => stillOwed.has(record.deliveryId))
-    if (recorded.length === 0) return []
-
-    const done = recorded.filter((record) => record.retryAtMs === null).map((record) => record.deliveryId)
-    if (done.length > 0) await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('id', 'in', done).execute()
-    for (const record of recorded) {
-      if (record.retryAtMs === null) continue
-      await tx
+    // What is still owed is what these find: a delivery done is removed, one to try again is rescheduled and
+    // released. RETURNING tells which were still there.
+    const done = records.filter((record) => record.retryAtMs === null).map((record) => record.deliveryId)
+    const retries = records.filter((record) => record.retryAtMs !== null)
+    const owed = new Set<string>()
+    if (done.length > 0) {
+      const removed = await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('id', 'in', done).returning('id').execute()
+      for (const row of removed) owed.add(row.id)
+    }
+    // One statement each: a failing endpoint has one attempt in flight at a time, so retries come one or two at once.
+    for (const record of retries) {
+      const rescheduled = await tx
         .updateTable('webhook_deliveries')
-        .set({ attempts: record.attempt, next_attempt_at_ms: record.retryAtMs, lease_until_ms: null })
+        .set({ attempts: record.attempt, next_attempt_at_ms: record.retryAtMs as number, lease_until_ms: null })
         .where('provider_id', '=', providerId)
         .where('id', '=', record.deliveryId)
-        .execute()
+        .returning('id')
+        .executeTakeFirst()
+      if (rescheduled) owed.add(rescheduled.id)
     }
+    const recorded = records.filter((record) => owed.has(record.deliveryId))
+    if (recorded.length === 0) return []
     await tx
       .insertInto('webhook_attempts')
       .values(
