@@ -35,7 +35,7 @@ function startWorker(
   options: { busy?: () => boolean; pollMs?: number } = {},
 ): DeliveryWorker {
   const worker = new DeliveryWorker({
-    db: service.database.writer,
+    db: service.database.background,
     onClaim: (found) => {
       for (const listener of claimListeners) listener(found)
     },

@@ -40,6 +40,12 @@ export interface Database {
    */
   readonly writer: Kysely<Tables>
   /**
+   * For the background jobs (background.ts): `writer`, but on PostgreSQL each statement is planned when it runs,
+   * never kept prepared. The queues they read (due deliveries, due expiries) swing from empty to large, and a plan
+   * cached while a table was empty stays a scan of all of it until the next ANALYZE.
+   */
+  readonly background: Kysely<Tables>
+  /**
    * PostgreSQL with DATABASE_READ_URL: a hot standby, bounded as `kysely` is. Only reads that check it has replayed
    * what they must see run there (db/read-your-writes.ts); everything else stays on the primary.
    */
@@ -151,7 +157,7 @@ function isOwnBackend(client: pg.PoolClient): Promise<boolean> {
  */
 const MAX_NAMED_PARAMETERS = 64
 
-function withStatements(pool: pg.Pool, queryTimeoutMs: number | undefined): PostgresPool {
+function withStatements(pool: pg.Pool, queryTimeoutMs: number | undefined, { prepare = true } = {}): PostgresPool {
   const names = new Map<string, string>()
   const nameOf = (text: string) => {
     let name = names.get(text)
@@ -178,7 +184,7 @@ function withStatements(pool: pg.Pool, queryTimeoutMs: number | undefined): Post
       }
       let named: boolean
       try {
-        named = await isOwnBackend(client)
+        named = prepare && (await isOwnBackend(client))
       } catch (error) {
         broken = error as Error
         release()
@@ -297,6 +303,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
         kysely,
         unbounded: kysely,
         writer,
+        background: writer,
         dialect: 'sqlite',
         sqlite: { path: target.path, connection: sqlite },
         observeQuery,
@@ -311,11 +318,13 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, QUERY_TIMEOUT_MS) }), log })
       // Shares the pool; only `kysely` ends it on close.
       const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, undefined) }), log })
+      const background = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, QUERY_TIMEOUT_MS, { prepare: false }) }), log })
       const replica = options.readUrl === undefined ? undefined : openReplica(options.readUrl, options, log)
       return {
         kysely,
         unbounded,
         writer: kysely,
+        background,
         replica,
         dialect: 'postgres',
         observeQuery,
