@@ -101,6 +101,23 @@ export function rssBytes(pid: number): number {
 // /proc/<pid>/stat counts CPU time in clock ticks: 100 a second on Linux/x86 (CLK_TCK, not readable from Node).
 const TICKS_PER_SECOND = 100
 
+/**
+ * CPU seconds so far of each process whose command line holds `text`: a PostgreSQL backend's title names its
+ * cluster (`postgres: 15/main: …`) and its database (` user database host`).
+ */
+export function processCpu(text: string): Map<string, number> {
+  const found = new Map<string, number>()
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text)) found.set(pid, cpuSeconds(pid))
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return found
+}
+
 /** CPU seconds (user + system, every thread) a process has used so far (Linux). */
 export function cpuSeconds(pid: number | string): number {
   // Fields after the command name, which is in parentheses and may hold spaces: utime and stime are 12th and 13th.

@@ -27,7 +27,7 @@ import { createTestDatabase } from '../test/helper.js'
 import { startImageServer } from '../test/image-server.js'
 import { startPgBouncer } from '../test/pgbouncer-support.js'
 import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
-import { cpuSeconds, listingBody, machine, startService, writeResult, type RunningService } from './lib.js'
+import { cpuSeconds, listingBody, processCpu, machine, startService, writeResult, type RunningService } from './lib.js'
 import { seed } from './seed.js'
 
 const { values: args } = parseArgs({
@@ -43,20 +43,6 @@ const { values: args } = parseArgs({
 const DURATION_S = Number(args.duration)
 const ROUNDS = Number(args.rounds)
 const CONNECTIONS = Number(args.connections)
-
-/** CPU seconds so far of each PostgreSQL backend connected to `database` (its process title names it). */
-function backendCpu(database: string): Map<string, number> {
-  const found = new Map<string, number>()
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${database} `)) found.set(pid, cpuSeconds(pid))
-    } catch {
-      // ended meanwhile
-    }
-  }
-  return found
-}
 
 /**
  * The page query exactly as the service sends it (listings/repository.ts), page chosen at random, with pgbench
@@ -191,9 +177,9 @@ try {
         const { name, service } = services[(i + round) % services.length] as (typeof services)[number]
         await runLoad(service.baseUrl, scenario.kinds, { connections: CONNECTIONS, durationS: 1 })
         const pid = service.child.pid as number
-        const before = { service: cpuSeconds(pid), backends: backendCpu(databaseName), bouncer: cpuSeconds(bouncer.pid) }
+        const before = { service: cpuSeconds(pid), backends: processCpu(` ${databaseName} `), bouncer: cpuSeconds(bouncer.pid) }
         const result = await runLoad(service.baseUrl, scenario.kinds, { connections: CONNECTIONS, durationS: DURATION_S })
-        const backendsAfter = backendCpu(databaseName)
+        const backendsAfter = processCpu(` ${databaseName} `)
         let postgres = 0
         for (const [backend, seconds] of backendsAfter) postgres += seconds - (before.backends.get(backend) ?? 0)
         const perRequest = (seconds: number) => (seconds * 1000) / result.requests

@@ -60,6 +60,8 @@ async function command(prefix: string[], args: string[]): Promise<string> {
 }
 
 export interface PrimaryAndStandby {
+  /** The clusters' names: their processes' titles hold them (`postgres: 15/<name>: …`). */
+  names: { primary: string; standby: string }
   /** postgres:// URLs of `database` on each server. */
   primaryUrl(database: string): string
   standbyUrl(database: string): string
@@ -163,6 +165,7 @@ export async function startPrimaryAndStandby(): Promise<PrimaryAndStandby> {
   }
 
   return {
+    names: clusters,
     primaryUrl: (database) => url(ports.primary, database),
     standbyUrl: (database) => url(ports.standby, database),
     query,

@@ -3,6 +3,7 @@ import type { Database } from './connection.js'
 import { isDatabaseUnavailable } from './dialect.js'
 import { PreparedQuery } from './prepared-query.js'
 import type { Tables } from './tables.js'
+import { TrailingBatches } from '../trailing-batches.js'
 
 /*
  * Reads from a standby (DATABASE_READ_URL) that never show a provider an older state than one it has been told of
@@ -26,7 +27,13 @@ export interface PositionedRead<T> {
 export type ReplicaReadOutcome = 'replica' | 'primary-behind' | 'primary-failed'
 
 export class ReadYourWrites {
-  readonly #position: PreparedQuery<{ providerId: string }, { event_count: number }>
+  /**
+   * The primary's position of a provider. A provider's reads that arrive while its lookup runs share the next one:
+   * it starts after they arrived, so it is at least every write acknowledged before them, and a provider polled by
+   * many clients costs the primary one lookup per round trip instead of one per read, which is what moving reads
+   * off the primary is for. Nothing is kept after the answer.
+   */
+  readonly #positions: TrailingBatches<null, number | undefined>
 
   constructor(
     primary: Kysely<Tables>,
@@ -34,7 +41,13 @@ export class ReadYourWrites {
     readonly replica: Kysely<Tables>,
     private readonly observe: (outcome: ReplicaReadOutcome) => void = () => {},
   ) {
-    this.#position = new PreparedQuery(primary, (db, param) => db.selectFrom('providers').select('event_count').where('id', '=', param('providerId')))
+    const position = new PreparedQuery<{ providerId: string }, { event_count: number }>(primary, (db, param) =>
+      db.selectFrom('providers').select('event_count').where('id', '=', param('providerId')),
+    )
+    this.#positions = new TrailingBatches(async (reads, providerId) => {
+      const [row] = await position.execute({ providerId })
+      return reads.map(() => ({ ok: true, value: row?.event_count }))
+    })
   }
 
   /**
@@ -43,9 +56,8 @@ export class ReadYourWrites {
    * `fromReplica` answers undefined when the standby cannot tell (a cursor it does not know yet).
    */
   async read<T>(providerId: string, fromReplica: () => Promise<PositionedRead<T> | undefined>, fromPrimary: () => Promise<T>): Promise<T> {
-    const [primary, replica] = await Promise.all([this.#position.execute({ providerId }), this.#orUnavailable(fromReplica())])
+    const [required, replica] = await Promise.all([this.#positions.submit(providerId, null), this.#orUnavailable(fromReplica())])
     if (replica === 'unavailable') return this.#answer('primary-failed', fromPrimary)
-    const required = primary[0]?.event_count
     if (replica === undefined || replica.position === undefined || required === undefined || replica.position < required) {
       return this.#answer('primary-behind', fromPrimary)
     }

@@ -40,13 +40,20 @@ export async function registerCompression(app: FastifyInstance): Promise<void> {
   // The plugin adds Vary only to what it compresses; a response that could have been compressed varies too, or a
   // shared cache could hand it to a client that accepts compression.
   app.addHook('onSend', (_request, reply, payload, done) => {
-    const type = String(reply.getHeader('content-type') ?? '')
-    const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0
-    if (size >= COMPRESSION_THRESHOLD_BYTES && COMPRESSIBLE.test(type) && !/accept-encoding/i.test(String(reply.getHeader('vary') ?? ''))) {
-      reply.header('vary', reply.hasHeader('vary') ? `${String(reply.getHeader('vary'))}, accept-encoding` : 'accept-encoding')
+    const vary = reply.getHeader('vary')
+    if (vary === undefined || !/accept-encoding/i.test(String(vary))) {
+      const type = String(reply.getHeader('content-type') ?? '')
+      if (COMPRESSIBLE.test(type) && atLeastThreshold(payload))
+        reply.header('vary', vary === undefined ? 'accept-encoding' : `${String(vary)}, accept-encoding`)
     }
     done(null, payload)
   })
+}
+
+/** Whether a payload is of COMPRESSION_THRESHOLD_BYTES or more; a string is at least as many UTF-8 bytes as UTF-16 units. */
+function atLeastThreshold(payload: unknown): boolean {
+  if (typeof payload === 'string') return payload.length >= COMPRESSION_THRESHOLD_BYTES || Buffer.byteLength(payload) >= COMPRESSION_THRESHOLD_BYTES
+  return Buffer.isBuffer(payload) && payload.length >= COMPRESSION_THRESHOLD_BYTES
 }
 
 /** The encoding @fastify/compress would choose for this request: br or gzip, or none. */
