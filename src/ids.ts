@@ -1,5 +1,17 @@
 import { randomBytes } from 'node:crypto'
 
+/** Random bytes drawn a few kilobytes at a time: each randomBytes call is a trip to the system's generator. */
+let pool = Buffer.alloc(0)
+let used = 0
+function randomPart(bytes: number): Uint8Array {
+  if (used + bytes > pool.length) {
+    pool = randomBytes(4096)
+    used = 0
+  }
+  used += bytes
+  return pool.subarray(used - bytes, used)
+}
+
 // Crockford's base32: no I, L, O, U, so ids survive being read aloud or typed by hand.
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 
@@ -38,7 +50,7 @@ const RANDOM_DIGITS = 9
 const encodeTime = (ms: number) => encodeNumber(ms, TIME_DIGITS)
 
 export function listingIdRandomPart(): string {
-  return encodeBits(randomBytes(6)).slice(0, RANDOM_DIGITS)
+  return encodeBits(randomPart(6)).slice(0, RANDOM_DIGITS)
 }
 
 /**
@@ -51,5 +63,5 @@ export function listingId(createdAtMs: number, tick: number, random = listingIdR
 
 /** An opaque, time-ordered id with a type prefix (`prv_…`, `tok_…`) that says what it names. */
 export function prefixedId(prefix: string, nowMs: number): string {
-  return `${prefix}_${encodeTime(nowMs)}${encodeBits(randomBytes(10))}`
+  return `${prefix}_${encodeTime(nowMs)}${encodeBits(randomPart(10))}`
 }
