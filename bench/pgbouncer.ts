@@ -18,7 +18,7 @@
  *   npx tsx bench/pgbouncer.ts --base /work/base/dist --listings 10000 --duration 5 --rounds 3
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'

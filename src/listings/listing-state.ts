@@ -33,11 +33,10 @@ export const STATE_COLUMN_NAMES = [
   'brand_image_url',
   'items_record',
 ] as const satisfies ReadonlyArray<keyof ListingsTable>
-export const STATE_COLUMNS = STATE_COLUMN_NAMES.join(', ')
 
 /**
  * The row as read (db/tables.ts says what each column holds): withdrawn_at_ms is set once, by the withdrawal;
- * expiry_recorded is 1 once the expiry has been recorded (its version bump and event: change-scripts.ts).
+ * expiry_recorded is 1 once the expiry has been recorded (its version bump and event: changes.ts).
  */
 export type StateRow = Pick<Selectable<ListingsTable>, (typeof STATE_COLUMN_NAMES)[number]>
 

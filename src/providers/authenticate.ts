@@ -2,7 +2,6 @@ import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import type { Clock } from '../clock.js'
 import { Problem } from '../errors.js'
 import { TtlCache } from '../ttl-cache.js'
-import type { Marketplace } from './marketplaces.js'
 import type { Principal, Provider, ProviderRepository } from './repository.js'
 import { hashToken, isWellFormedToken } from './tokens.js'
 
@@ -95,12 +94,6 @@ export function authenticate(providers: ProviderRepository, clock: Clock): onReq
 export function providerOf(request: FastifyRequest): Provider {
   if (!request.provider) throw new Error('route is not behind authenticate() or not a provider route')
   return request.provider
-}
-
-/** The authenticated marketplace of a request to a marketplace route. */
-export function marketplaceOf(request: FastifyRequest): Marketplace {
-  if (request.principal?.kind !== 'marketplace') throw new Error('route is not behind authenticate() or not a marketplace route')
-  return request.principal.marketplace
 }
 
 /** Whoever a request under /api/v1 is authenticated as: what rate limits and logs are keyed by. */
