@@ -93,12 +93,12 @@ export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Prom
       )
       .execute()
     const eventById = new Map(events.map((event) => [event.id, event]))
+    const { provider_id, id: endpoint_id, url, secret, previous_secret, previous_secret_until_ms, industry } = endpoint
+    const target = { provider_id, endpoint_id, url, secret, previous_secret, previous_secret_until_ms, industry }
     for (const { id, event_id, attempts, next_attempt_at_ms } of leased) {
       const event = eventById.get(event_id)
       // Deliveries of an event are removed with it (retention), so a leased delivery's event is there.
-      if (!event) continue
-      const { id: endpoint_id, failing_since_ms: _, ...rest } = endpoint
-      deliveries.push({ ...event, ...rest, delivery_id: id, endpoint_id, attempts, next_attempt_at_ms })
+      if (event) deliveries.push({ ...event, ...target, delivery_id: id, attempts, next_attempt_at_ms })
     }
   }
   deliveries.sort((a, b) => a.next_attempt_at_ms - b.next_attempt_at_ms)
