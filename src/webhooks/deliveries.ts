@@ -22,20 +22,24 @@ export interface ClaimArgs {
   resting: string[]
 }
 
-/** A claimed delivery with what its attempt needs: the endpoint's URL and secrets, the event and its provider's industry. */
-export interface ClaimedDelivery extends EventRow {
-  delivery_id: string
+/** Where a delivery goes and how it is signed: the endpoint's URL and secrets, and its provider's industry. */
+interface DeliveryTarget {
   provider_id: string
   endpoint_id: string
-  /** Attempts made before this one. */
-  attempts: number
-  /** When it was due: a claim's deliveries come in this order. */
-  next_attempt_at_ms: number
   url: string
   secret: string
   previous_secret: string | null
   previous_secret_until_ms: number | null
   industry: string
+}
+
+/** A claimed delivery with what its attempt needs: its target and its event. */
+export interface ClaimedDelivery extends EventRow, DeliveryTarget {
+  delivery_id: string
+  /** Attempts made before this one. */
+  attempts: number
+  /** When it was due: a claim's deliveries come in this order. */
+  next_attempt_at_ms: number
 }
 
 export interface Claim {
@@ -44,16 +48,10 @@ export interface Claim {
   more: boolean
 }
 
-/** An endpoint with deliveries due, and what its attempts need of it. */
+/** An endpoint with deliveries due: where they go, and whether it is failing. */
 interface DueEndpoint {
-  provider_id: string
-  id: string
-  url: string
-  secret: string
-  previous_secret: string | null
-  previous_secret_until_ms: number | null
+  target: DeliveryTarget
   failing_since_ms: number | null
-  industry: string
 }
 
 /**
@@ -75,17 +73,18 @@ export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Prom
       more = true
       break
     }
+    const { target } = endpoint
     const cap = endpoint.failing_since_ms === null ? args.perEndpoint : 1
-    const room = Math.min(args.limit - deliveries.length, cap - (args.running[endpoint.id] ?? 0))
+    const room = Math.min(args.limit - deliveries.length, cap - (args.running[target.endpoint_id] ?? 0))
     if (room <= 0) continue
-    const leased = await leaseDue(db, endpoint, room, args)
+    const leased = await leaseDue(db, target, room, args)
     // A full share may leave more behind; the endpoint's attempts ending will call the next claim.
     if (leased.length === room) more = true
     if (leased.length === 0) continue
     const events = await db
       .selectFrom('events')
       .select(['id', 'seq', 'type', 'created_at_ms', 'snapshot'])
-      .where('provider_id', '=', endpoint.provider_id)
+      .where('provider_id', '=', target.provider_id)
       .where(
         'id',
         'in',
@@ -93,8 +92,6 @@ export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Prom
       )
       .execute()
     const eventById = new Map(events.map((event) => [event.id, event]))
-    const { provider_id, id: endpoint_id, url, secret, previous_secret, previous_secret_until_ms, industry } = endpoint
-    const target = { provider_id, endpoint_id, url, secret, previous_secret, previous_secret_until_ms, industry }
     for (const { id, event_id, attempts, next_attempt_at_ms } of leased) {
       const event = eventById.get(event_id)
       // Deliveries of an event are removed with it (retention), so a leased delivery's event is there.
@@ -110,19 +107,28 @@ export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Prom
  * index probe each (webhook_deliveries_endpoint). Asking the deliveries first, in due order, had to step over
  * every delivery owed to an endpoint passed over.
  */
-function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEndpoint[]> {
+async function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEndpoint[]> {
   const passedOver = [
     ...Object.entries(args.running)
       .filter(([, n]) => n >= args.perEndpoint)
       .map(([id]) => id),
     ...args.resting,
   ]
-  return db
+  const rows = await db
     .selectFrom((eb) =>
       eb
         .selectFrom('webhook_endpoints as w')
         .innerJoin('providers as p', 'p.id', 'w.provider_id')
-        .select(['w.provider_id', 'w.id', 'w.url', 'w.secret', 'w.previous_secret', 'w.previous_secret_until_ms', 'w.failing_since_ms', 'p.industry'])
+        .select([
+          'w.provider_id',
+          'w.id as endpoint_id',
+          'w.url',
+          'w.secret',
+          'w.previous_secret',
+          'w.previous_secret_until_ms',
+          'w.failing_since_ms',
+          'p.industry',
+        ])
         .select((eb) =>
           eb
             .selectFrom('webhook_deliveries as x')
@@ -140,8 +146,9 @@ function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEndpoint[
     .where('due_since', 'is not', null)
     .orderBy('due_since')
     .orderBy('provider_id')
-    .orderBy('id')
+    .orderBy('endpoint_id')
     .execute()
+  return rows.map(({ failing_since_ms, due_since: _, ...target }) => ({ target, failing_since_ms }))
 }
 
 /**
@@ -150,7 +157,7 @@ function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEndpoint[
  * deliveries by id instead was planned as a scan of every delivery owed while the table had no statistics). On
  * PostgreSQL rows another claim has just taken are skipped rather than waited for.
  */
-function leaseDue(db: Kysely<Tables>, endpoint: DueEndpoint, room: number, args: ClaimArgs) {
+function leaseDue(db: Kysely<Tables>, endpoint: DeliveryTarget, room: number, args: ClaimArgs) {
   return db
     .updateTable('webhook_deliveries')
     .set({ lease_until_ms: args.leaseUntilMs })
@@ -160,7 +167,7 @@ function leaseDue(db: Kysely<Tables>, endpoint: DueEndpoint, room: number, args:
         .selectFrom('webhook_deliveries')
         .select('id')
         .where('provider_id', '=', endpoint.provider_id)
-        .where('endpoint_id', '=', endpoint.id)
+        .where('endpoint_id', '=', endpoint.endpoint_id)
         .where('next_attempt_at_ms', '<=', args.nowMs)
         .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<=', args.nowMs)]))
         .orderBy('next_attempt_at_ms')
@@ -262,7 +269,7 @@ function recordProviderAttempts(
       const removed = await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('id', 'in', done).returning('id').execute()
       for (const row of removed) owed.add(row.id)
     }
-    // One statement each: a failing endpoint has one attempt in flight at a time, so retries come one or two at once.
+    // One statement each: once an endpoint has failed it has one attempt in flight at a time, so retries come few at once.
     for (const record of retries) {
       const rescheduled = await tx
         .updateTable('webhook_deliveries')
