@@ -47,7 +47,7 @@ export interface AppDependencies {
   logger?: FastifyBaseLogger
   /** The process's metrics, also given to openDatabase. */
   metrics?: Metrics
-  /** Shutdown state that server.ts drives; none: one nobody drains. */
+  /** Shutdown state the caller drives; none: one nobody drains. */
   drain?: Drain
   rateLimit?: {
     /** Tests isolate themselves on a shared Redis. */
@@ -60,10 +60,9 @@ export interface AppDependencies {
 /** How often Node looks for requests past their timeouts: its default would let a slow client overstay by that much. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 1000
 
-/** docs/api.md#requests-and-responses: larger bodies are 413, refused before they are read. */
+/** Larger bodies are 413, refused before they are read. */
 const BODY_LIMIT_BYTES = 1024 * 1024
 
-// docs/api.md#errors: a client's X-Request-Id is echoed when it is 1–128 visible ASCII characters.
 const CLIENT_REQUEST_ID = /^[\x21-\x7E]{1,128}$/
 
 const isApiPath = (url: string) => url === '/api/v1' || url.startsWith('/api/v1/') || url.startsWith('/api/v1?')
@@ -72,7 +71,7 @@ const isApiPath = (url: string) => url === '/api/v1' || url.startsWith('/api/v1/
 const isPublicDocumentRoute = (url: string | undefined) =>
   url !== undefined && (url === '/openapi.json' || url === '/metrics' || url === '/docs' || url.startsWith('/docs/'))
 
-/** Builds the whole service on a migrated database. Never listens: server.ts does, tests use inject(). */
+/** Builds the whole service on a migrated database. Never listens: tests use inject(). */
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
   const { config, database } = deps
   const clock = deps.clock ?? systemClock
@@ -111,7 +110,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.decorateRequest('principal', null)
   app.decorateRequest('provider', null)
 
-  // A route whose body schema nests deeper than the body parser allows fails at start-up (json-bounds.ts).
+  // A route whose body schema nests deeper than the body parser allows fails at start-up.
   app.addHook('onRoute', (route) => assertBodyFits(`${String(route.method)} ${route.url}`, route.schema?.body))
   registerJsonBody(app)
 
@@ -159,7 +158,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   checkImages = drain.bound(checkImages)
 
   const providers = new ProviderRepository(database)
-  // DATABASE_READ_URL: the provider's reads and discovery's candidates on the standby (db/read-your-writes.ts).
+  // DATABASE_READ_URL: the provider's reads and discovery's candidates on the standby.
   const reads = readYourWritesOf(database, metrics.countReplicaRead)
   const listings = new ListingRepository(database, reads)
   const limiter = limiterFromSettings({

@@ -29,10 +29,7 @@ export interface BackgroundDependencies {
 
 const DAY_MS = 24 * 3600 * 1000
 
-/**
- * Recording expiries, delivering webhooks and pruning old events: on every instance at once, safely, since the
- * jobs take their rows with SKIP LOCKED or a lease. Stopped with the drain, before the database closes.
- */
+/** Safe on every instance at once: the jobs take their rows with SKIP LOCKED or a lease. */
 export function startBackgroundJobs({ db, clock, logger, metrics, busy, config }: BackgroundDependencies): BackgroundJobs {
   const onError = (job: string) => (error: unknown) => {
     // Requests report an outage too; the job tries again at its next turn.

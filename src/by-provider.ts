@@ -1,7 +1,6 @@
 /**
- * Rows grouped by their provider, providers in one order on every instance: work that spans providers goes
- * provider by provider (one transaction each, on that provider's rows alone, docs/sharding.md), and two instances
- * doing it at once take the providers in the same order, so neither waits on the other in a circle.
+ * Providers in one order on every instance: work that spans providers goes one transaction per provider, and two
+ * instances doing it at once take the providers in the same order, so neither waits on the other in a circle.
  */
 export function byProvider<Row extends { provider_id: string }>(rows: readonly Row[]): Array<[string, Row[]]> {
   const grouped = new Map<string, Row[]>()

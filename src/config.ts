@@ -1,10 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox'
 import { Ajv } from 'ajv'
 
-/**
- * The one description of the service's configuration: it validates the environment, gives the typed `Config`,
- * and is the source of the variable table in docs/operations.md (npm run docs:config).
- */
+/** Validates the environment, types `Config`, and generates the documented variable table (npm run docs:config). */
 export const ConfigSchema = Type.Object(
   {
     PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port' }),
@@ -167,10 +164,7 @@ function accepted(schema: FieldSchema): string {
   return schema.description ?? 'a non-empty string'
 }
 
-/**
- * Environment values are strings; this turns them into the schema's types without the loose coercions a
- * generic coercer allows (" 1", "0x10" and "1e3" are not ports).
- */
+/** Without the loose coercions a generic coercer allows: " 1", "0x10" and "1e3" are not ports. */
 function fromEnvString(schema: FieldSchema, raw: string): unknown {
   if (schema.type === 'integer') return /^-?\d{1,15}$/.test(raw) ? Number(raw) : raw
   if (schema.type === 'boolean') return raw === 'true' ? true : raw === 'false' ? false : raw

@@ -4,7 +4,7 @@ import { isDatabaseCorrupt, isDatabaseUnavailable } from './db/dialect.js'
 import { named, ref } from './http/components.js'
 import { closeAfterLinger } from './http/linger.js'
 
-/** Every error the API returns, by its RFC 9457 `type` (docs/api.md#errors); `description` goes in the OpenAPI document. */
+/** Every error the API returns, by its RFC 9457 `type`; `description` goes in the OpenAPI document. */
 export const problemTypes = {
   'invalid-request': {
     status: 400,
@@ -39,7 +39,7 @@ export const problemTypes = {
       'No route has this method and path, or none of your listings, events or webhook endpoints has this id ' +
       '(another provider’s are as unknown as ids that do not exist).',
   },
-  // Answered before any route sees the request (http/client-errors.ts).
+  // Answered before any route sees the request (answerClientError).
   'request-timeout': {
     status: 408,
     title: 'Request timeout',
@@ -143,7 +143,6 @@ const problemTypeList = Object.entries(problemTypes)
   .map(([type, { status }]) => `\`/problems/${type}\` (${status})`)
   .join(', ')
 
-/** The body of every error response (docs/api.md#errors). */
 export const ProblemSchema = Type.Object(
   {
     success: Type.Literal(false),
@@ -197,7 +196,7 @@ export class Problem extends Error {
   }
 }
 
-/** A 400 listing every problem found, counted in the summary (docs/api.md#errors). */
+/** A 400 listing every problem found, counted in the summary. */
 export function invalidRequest(errors: ProblemDetail[]): Problem {
   const detail = errors.length === 1 ? '1 field is invalid' : `${errors.length} fields are invalid`
   return new Problem('invalid-request', detail, { errors })

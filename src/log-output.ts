@@ -1,9 +1,6 @@
 import { pino, type DestinationStream } from 'pino'
 
-/**
- * Where log lines go: JSON, written synchronously (server.ts says why); on a terminal, the same lines made readable
- * (a TTY write is synchronous in Node).
- */
+/** JSON, written synchronously; on a terminal, the same lines made readable (a TTY write is synchronous in Node). */
 export function logDestination(stdout: NodeJS.WriteStream = process.stdout): DestinationStream {
   if (!stdout.isTTY) return pino.destination({ dest: 1, sync: true })
   return { write: (line: string) => void stdout.write(readable(line)) }
@@ -13,7 +10,6 @@ const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 
 /** Fields shown in their places or not at all. */
 const PLACED = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'requestId', 'method', 'route', 'status', 'durationMs', 'err'])
 
-/** Strings as they are, anything else as its JSON. */
 function text(value: unknown): string {
   if (typeof value === 'string') return value
   return value === undefined ? '' : JSON.stringify(value)

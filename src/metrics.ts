@@ -18,8 +18,8 @@ export interface AttemptObserver {
 }
 
 /**
- * Every metric of GET /metrics (docs/operations.md#metrics), in a registry of its own so that several apps in one
- * process (the tests) never collide. Label values are bounded and never name a URL, provider or token.
+ * Every metric of GET /metrics, in a registry of its own so that several apps in one process (the tests) never
+ * collide. Label values are bounded and never name a URL, provider or token.
  */
 export class Metrics {
   readonly registry = new Registry()
@@ -144,7 +144,7 @@ export class Metrics {
     firstAttemptLag: (seconds) => this.#webhookLag.observe(seconds),
   }
 
-  /** One answered request. `route` is a route template or UNMATCHED_ROUTE. */
+  /** `route` is a route template or UNMATCHED_ROUTE. */
   observeRequest(method: string, route: string, status: number, seconds: number): void {
     const labels = { method, route, status }
     this.#requests.inc(labels)

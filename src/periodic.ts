@@ -1,6 +1,6 @@
 /**
- * A task run `intervalMs` after each run ends (never overlapping), or at once when woken. Errors go to `onError`.
- * stop() waits for the run in progress, so that the database can close after it.
+ * A task run `intervalMs` after each run ends (never overlapping), or at once when woken. stop() waits for the run
+ * in progress, so that the database can close after it.
  */
 export class Periodic {
   #timer?: NodeJS.Timeout

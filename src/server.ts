@@ -15,12 +15,11 @@ import { Metrics } from './metrics.js'
 import { ProviderRepository, type IssuedToken } from './providers/repository.js'
 
 /**
- * docs/operations.md#shutdown-and-drain: after SIGTERM/SIGINT the process exits 0 within 10 s. Milliseconds from the signal:
- * - CUT_WAITING_AT: requests still waiting on image probes answer 503, having stored nothing. A create's whole
- *   wait is bounded by IMAGE_FETCH_TIMEOUT_MS, which may be set longer than the grace; such a wait is cut, not
- *   waited for.
- * - DROP_CONNECTIONS_AT: connections still open (a client still sending its body) are dropped. A request
- *   dropped this way was never acknowledged, and a listing is written in one transaction, all or nothing.
+ * After SIGTERM/SIGINT the process exits 0 within 10 s. Milliseconds from the signal:
+ * - CUT_WAITING_AT: requests still waiting on image probes answer 503, having stored nothing
+ *   (IMAGE_FETCH_TIMEOUT_MS may be longer than the grace).
+ * - DROP_CONNECTIONS_AT: connections still open are dropped; such a request was never acknowledged, and a listing
+ *   is written all or nothing.
  * - GIVE_UP_AT: something still hangs (the database does not answer its close): exit 1, not overrun.
  */
 const CUT_WAITING_AT_MS = 8000
@@ -51,8 +50,7 @@ function whereDataLives(databaseUrl: string): string {
     url.password = ''
     return `PostgreSQL ${url.toString()}`
   } catch {
-    // libpq's form with no host in the authority, the host as a parameter (postgres://user:secret@/db?host=/run/postgresql):
-    // pg connects to it, but it is no WHATWG URL, and the ready line threw after the server was listening.
+    // libpq's form with the host as a parameter (postgres://user:secret@/db?host=/run/postgresql) is no WHATWG URL, yet pg takes it.
     return `PostgreSQL ${target.url.replace(/^(postgres(?:ql)?:\/\/[^:@/]*):[^@/]*@/, '$1@')}`
   }
 }
@@ -70,21 +68,16 @@ function configOrExit(): Config {
 
 export interface ServeOptions {
   /**
-   * false (`serve --no-migrate`): apply no migration, for an instance started against a hot standby, or where
-   * migrations are a deploy step of their own (`listing-service migrate`). The start then fails, before listening,
-   * if the database lacks a migration this code needs.
+   * false (`serve --no-migrate`): for a hot standby, or where migrating is a deploy step of its own. The start
+   * then fails, before listening, if the database lacks a migration.
    */
   migrate?: boolean
 }
 
-/** `npm start` / `listing-service serve`: migrate, create the demo provider on a fresh SQLite, listen. */
 export async function serve(options: ServeOptions = {}): Promise<void> {
   const config = configOrExit()
-  // Written synchronously: a line is out when the call returns, so a crash loses none and nothing is left to flush
-  // at exit. pino's default (asynchronous) flushes what it holds on exit with a loop that retries a broken pipe
-  // forever: a service whose stdout reader had gone hung on SIGTERM, its event loop blocked, past the 10 s bound.
-  // A broken pipe now ends logging at once (pino drops further lines). What it costs: docs/design/0008-synchronous-logs.md.
-  // On a terminal the same lines are written for people to read (log-output.ts).
+  // Synchronous, so a crash loses no line and a broken pipe ends logging at once: pino's asynchronous exit flush
+  // retries it forever, blocking the event loop past the drain's bound.
   const logger: Logger = pino({ level: config.LOG_LEVEL }, logDestination())
   if (config.IMAGE_ALLOW_PRIVATE_NETWORKS) {
     logger.warn('IMAGE_ALLOW_PRIVATE_NETWORKS=true: image URLs may reach loopback and private networks. Development and tests only.')
@@ -124,8 +117,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
       process.exit(1)
     })
     try {
-      // Stops listening, waits for every connection to end, then runs the app's onClose hooks; meanwhile the
-      // background jobs finish the turn they are in. Their writes are done before the database closes.
+      // The background jobs' writes finish before the database closes.
       await Promise.all([app?.close(), jobs?.stop(), metricsPort?.close()])
       await database.close()
     } catch (error) {
@@ -150,8 +142,8 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   }
   const missing = await missingRoleSettings(database)
   if (missing.length > 0) {
-    // migrate() sets them for the role it runs as; an instance of another role, or one whose database was
-    // migrated by an older version, runs without them (no statement bound). docs/postgresql.md says what to run.
+    // migrate() sets them for the role it runs as; another role, or a database migrated by an older version, runs
+    // without them (no statement bound).
     logger.warn(
       { missing },
       'the database role lacks its settings: run `listing-service migrate` as this role, or ALTER ROLE <role> IN DATABASE <database> SET … (docs/postgresql.md)',
@@ -171,7 +163,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   jobs = startBackgroundJobs({ db: database.background, clock: systemClock, logger, metrics, busy: () => pressure.busy(), config })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
-  // The last start-up line: everything above it (migrations, the demo banner) is done. It says where to go next.
+  // The last start-up line: everything above it is done.
   const reads = config.DATABASE_READ_URL === undefined ? undefined : whereDataLives(config.DATABASE_READ_URL)
   logger.info(
     { address, docs: `${address}/docs`, metrics: `${metricsPort?.address ?? address}/metrics`, data: whereDataLives(config.DATABASE_URL), reads },

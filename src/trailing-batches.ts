@@ -29,7 +29,6 @@ export class TrailingBatches<In, Out, Key extends string = string> {
     })
   }
 
-  /** Starts batches of what waits, while fewer than maxRunning of the key's batches run. */
   #pump(key: Key, state: { running: number; waiting: Array<Waiter<In, Out>> }): void {
     const { maxBatch = Number.POSITIVE_INFINITY, maxRunning = 1 } = this.options
     while (state.running < maxRunning && state.waiting.length > 0) {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { test } from 'node:test'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core'
 import { fixtureImages, listingBody } from './fixtures.js'
 import { createTestDatabase, type TestDatabase } from './helper.js'
 import { runCli, startServer, type ServerProcess } from './process.js'
@@ -103,6 +103,8 @@ export interface Watched {
   page: Page
   /** Content-Security-Policy violations and page errors seen so far: a console test expects none. */
   problems: string[]
+  /** The API's answers to the page, newest last, bodies of failures included: what `shown` reports. */
+  answers: string[]
 }
 
 /** A page whose CSP violations and uncaught errors are collected, so that a test can assert there were none. */
@@ -113,7 +115,26 @@ export async function watchedPage(context: BrowserContext): Promise<Watched> {
     if (message.type() === 'error' && /Content.Security.Policy|Refused to/i.test(message.text())) problems.push(message.text())
   })
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`))
-  return { page, problems }
+  const answers: string[] = []
+  page.on('response', async (response) => {
+    if (!response.url().includes('/api/')) return
+    const failed = response.status() >= 400 ? ` ${await response.text().catch(() => '')}` : ''
+    answers.push(`${response.request().method()} ${response.url()} ${response.status()}${failed}`)
+  })
+  return { page, problems, answers }
+}
+
+/** Waits for `locator`; if it never shows, the failure says what the page showed instead: its alerts and the API's answers. */
+export async function shown({ page, answers }: Watched, locator: Locator): Promise<void> {
+  try {
+    await locator.waitFor()
+  } catch (error) {
+    const alerts = await page
+      .getByRole('alert')
+      .allInnerTexts()
+      .catch(() => [])
+    throw new Error(`${(error as Error).message}\nalerts: ${JSON.stringify(alerts)}\nAPI answers:\n${answers.slice(-10).join('\n')}`)
+  }
 }
 
 /** Signs in through the form with a token and waits for the listings page. */

@@ -9,6 +9,7 @@ import {
   missingImage,
   notAnImage,
   PHONE,
+  shown,
   signInWithToken,
   startConsoleService,
   watchedPage,
@@ -112,7 +113,8 @@ if (browserAvailable()) {
 
     test('a listing made through the form in English with several items; a check and a 400 shown at their fields', async () => {
       const provider = await service.newProvider('Form Bakery')
-      const { page, problems } = await watchedPage(await newContext())
+      const watched = await watchedPage(await newContext())
+      const { page, problems } = watched
       await signInWithToken(page, service.baseUrl, provider.token)
       await page.getByRole('link', { name: 'New listing' }).click()
       await page.getByRole('heading', { level: 1, name: 'New listing' }).waitFor()
@@ -169,7 +171,7 @@ if (browserAvailable()) {
       await page.getByLabel('Brand image URL').fill(goodImage())
       await page.locator(field('/items/1/imageUrl')).fill('')
       await page.getByRole('button', { name: 'Publish' }).click()
-      await page.getByRole('heading', { level: 1, name: 'Form Bakery Ltd' }).waitFor()
+      await shown(watched, page.getByRole('heading', { level: 1, name: 'Form Bakery Ltd' }))
       await page.getByText('Version 1').waitFor()
       const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop() as string)
       const listing = await apiListing(provider.token, id)
@@ -189,7 +191,8 @@ if (browserAvailable()) {
     test('in Arabic (right to left): the switch keeps what was typed; a listing made through the form', async () => {
       const provider = await service.newProvider()
       await service.createListing(provider.token)
-      const { page, problems } = await watchedPage(await newContext(PHONE))
+      const watched = await watchedPage(await newContext(PHONE))
+      const { page, problems } = watched
       await signInWithToken(page, service.baseUrl, provider.token)
       await page.getByRole('link', { name: 'New listing' }).click()
       await page.locator(field('/brand/displayName/en')).fill('Desert Rose Cafe')
@@ -217,12 +220,12 @@ if (browserAvailable()) {
       await page.locator(field('/items/1/price')).fill('12.25')
       await page.locator(field('/items/1/quantity')).fill('3')
       await page.getByRole('button', { name: 'نشر' }).click()
-      await page.getByRole('heading', { level: 1, name: 'مقهى وردة الصحراء' }).waitFor()
+      await shown(watched, page.getByRole('heading', { level: 1, name: 'مقهى وردة الصحراء' }))
       await page.getByText('متاح', { exact: true }).first().waitFor()
 
       // Remembered on this browser: a reload stays in Arabic (the language alone is stored).
       await page.reload()
-      await page.getByRole('heading', { level: 1, name: 'مقهى وردة الصحراء' }).waitFor()
+      await shown(watched, page.getByRole('heading', { level: 1, name: 'مقهى وردة الصحراء' }))
       assert.equal(await page.getAttribute('html', 'dir'), 'rtl')
       assert.deepEqual(await page.evaluate('Object.keys(localStorage)'), ['console.language'])
       await page.getByRole('link', { name: 'العروض' }).click()

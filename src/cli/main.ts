@@ -23,7 +23,7 @@ Commands:
 Every command reads DATABASE_URL (default sqlite:./data/listings.db) and prints JSON on stdout.
 `
 
-/** Bad usage: help on stderr, exit 2 (docs/operations.md#commands). */
+/** Bad usage: help on stderr, exit 2. */
 class UsageError extends Error {}
 
 /** A well-formed command that cannot be carried out (unknown provider or token): exit 1. */

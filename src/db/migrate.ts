@@ -16,11 +16,10 @@ import * as shardReadyKeys from '../migrations/2026-11-25-shard-ready-keys.js'
 
 interface Migration {
   name: string
-  /** Most migrations are the same SQL for both dialects and ignore `dialect`. */
   up(db: Kysely<any>, dialect: DialectName): Promise<void>
 }
 
-/** In order; names are dated and never reused. Exported for tests that stop before one. */
+/** In order; names are dated and never reused, and a released migration's code never changes. */
 export const migrations: readonly Migration[] = [
   { name: '2026-11-21-initial', up: initial.up },
   { name: '2026-11-21-listing-items-json', up: listingItemsJson.up },
@@ -37,10 +36,9 @@ export const migrations: readonly Migration[] = [
 ]
 
 /**
- * Applies pending migrations in one transaction under an exclusive lock, so it is idempotent and safe when
- * several instances start at once: the second waits, then finds nothing to do. Returns the names applied.
- * On PostgreSQL it also makes POSTGRES_ROLE_SETTINGS the defaults of the connecting role in this database
- * (setRoleSettings). They follow the code, not the schema's history, so they are not a dated migration.
+ * Applies pending migrations in one transaction under an exclusive lock: of instances starting at once, the second
+ * waits, then finds nothing to do. Returns the names applied. The PostgreSQL role settings follow the code, not the
+ * schema's history, so they are set on every run rather than by a dated migration.
  */
 export async function migrate(database: Database): Promise<string[]> {
   return database.unbounded.connection().execute(async (conn) => {
@@ -67,7 +65,7 @@ export async function migrate(database: Database): Promise<string[]> {
   })
 }
 
-/** The connecting role's defaults in the current database (pg_db_role_setting), as name → value. */
+/** The connecting role's defaults in the current database. */
 async function roleSettings(conn: Kysely<any>): Promise<Map<string, string>> {
   const { rows } = await sql<{ setting: string }>`
     select unnest(s.setconfig) as setting
@@ -78,11 +76,8 @@ async function roleSettings(conn: Kysely<any>): Promise<Map<string, string>> {
 }
 
 /**
- * Makes POSTGRES_ROLE_SETTINGS the defaults of the connecting role in this database, where they differ: every
- * session opened afterwards starts with them, directly or through a pooler, and a hot standby has them too (the
- * catalog is replicated). Any role may set its own defaults. Run inside migrate()'s transaction, last: the
- * session-level set_config gives the connection in hand (opened before the defaults existed) the same values,
- * which is no state of its own, since every other session of this role in this database has them too.
+ * Every later session starts with the role's defaults, through a pooler or not, and a standby has them too (the
+ * catalog is replicated). set_config gives them to the connection in hand, opened before they existed.
  */
 async function setRoleSettings(conn: Kysely<any>): Promise<void> {
   const current = await roleSettings(conn)
@@ -98,11 +93,7 @@ async function setRoleSettings(conn: Kysely<any>): Promise<void> {
   }
 }
 
-/**
- * The POSTGRES_ROLE_SETTINGS the connecting role lacks in this database, as `name = value` (empty when all are in
- * place; always empty on SQLite). serve() warns when some are missing: an instance started with --no-migrate
- * whose `migrate` ran as another role, say.
- */
+/** The POSTGRES_ROLE_SETTINGS the connecting role lacks here, as `name = value`: `migrate` may have run as another role. */
 export async function missingRoleSettings(database: Database): Promise<string[]> {
   if (database.dialect !== 'postgres') return []
   const current = await roleSettings(database.kysely)

@@ -4,9 +4,8 @@ import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
 
 /**
- * A worker thread running the module `name` (without extension) next to `base` (a module's import.meta.url).
- * Built, the module is a .js file. Run from source under tsx (the tests), it is a .ts file, and a worker thread
- * inherits no loader (not even given --import tsx, on Node 20): it registers tsx itself.
+ * The module `name` next to `base` (an import.meta.url). Run from source it is a .ts file, and a worker thread
+ * inherits no loader (not even --import tsx, on Node 20): it registers tsx itself.
  */
 function startModuleWorker(base: string, name: string, workerData: unknown): Worker {
   const url = new URL(`./${name}${extname(fileURLToPath(base))}`, base)
@@ -16,10 +15,8 @@ function startModuleWorker(base: string, name: string, workerData: unknown): Wor
 }
 
 /**
- * A worker thread of `startModuleWorker` that answers requests by id: started with the first request, started
- * again after it dies (failing the requests it held), kept alive only while a request waits for its answer.
- * The owner sends requests with `send`, takes a request back by id when its answer comes (`onReply`), and
- * closes it with the message the thread's module closes on.
+ * A worker thread answering requests by id: started with the first request, started again after it dies (failing
+ * the requests it held).
  */
 export class ModuleThread<Pending extends { reject(error: unknown): void }, Reply> {
   #worker?: Worker
@@ -44,7 +41,6 @@ export class ModuleThread<Pending extends { reject(error: unknown): void }, Repl
     worker.postMessage(message(id))
   }
 
-  /** The request answered under this id, if it still waits. */
   take(id: number): Pending | undefined {
     const pending = this.#pending.get(id)
     this.#pending.delete(id)

@@ -6,19 +6,15 @@ class Slot {
   constructor(readonly name: string) {}
 }
 
-/**
- * A query of fixed shape, built and compiled by Kysely once; each execution only binds its parameters.
- * Building and compiling were about a quarter of a page request's CPU in the profile, for the same SQL text every time.
- * `build` receives `param(name)`, which stands for a value given at execution; every parameter of the
- * compiled query must come from it (checked on first use), so a literal cannot be frozen in by mistake.
- */
-/**
- * What `build` may return: a query builder (whose compile() needs nothing) or an `sql` template (whose
- * compile() needs the database to know its dialect).
- */
+/** A query builder, or an `sql` template (whose compile() needs the database for its dialect). */
 interface Buildable<Row> {
   compile(db: Kysely<Tables>): CompiledQuery<Row>
 }
+
+/**
+ * A query of fixed shape, compiled once; each execution only binds its parameters. Every parameter must come from
+ * `param(name)` (checked on first use), so a literal cannot be frozen in by mistake.
+ */
 
 export class PreparedQuery<Params extends Record<string, unknown>, Row> {
   #compiled?: { sql: string; query: CompiledQuery['query']; names: Array<keyof Params> }
@@ -34,7 +30,6 @@ export class PreparedQuery<Params extends Record<string, unknown>, Row> {
     return result.rows
   }
 
-  /** The SQL text and its parameters in order. */
   bind(params: Params): { sql: string; query: CompiledQuery['query']; parameters: unknown[] } {
     const { sql, query, names } = (this.#compiled ??= this.#compile())
     return { sql, query, parameters: names.map((name) => params[name]) }

@@ -4,10 +4,8 @@ import type { CompiledQuery } from 'kysely'
 export type QueryOperation = 'select' | 'insert' | 'update' | 'delete' | 'other'
 
 /**
- * Queries built with Kysely's builder say what they are by their node kind. `sql` templates (the PostgreSQL
- * create, migrations, BEGIN/COMMIT) are raw text: they are named by their first keyword, and a WITH statement
- * by the data-modifying statements inside it (the PostgreSQL create updates a counter and inserts a listing in
- * one statement: it counts as an insert).
+ * `sql` templates are named by their first keyword, a WITH statement by the data-modifying statements inside it
+ * (the PostgreSQL create updates a counter and inserts a listing: an insert).
  */
 export function queryOperation(query: CompiledQuery): QueryOperation {
   switch (query.query.kind) {

@@ -6,12 +6,10 @@ import type { Tables } from './tables.js'
 import { TrailingBatches } from '../trailing-batches.js'
 
 /*
- * Reads from a standby (DATABASE_READ_URL) that never show a provider an older state than one it has been told of
- * (docs/design/0011-read-replicas.md). A provider's position is its `event_count`: every transaction that changes
- * one of its listings bumps it (events/record.ts, the create), and it only grows. A read on the standby also reads
- * the position in the same statement, hence the same snapshot; the primary's position, read at the same time, is
- * at least that of every write acknowledged before the request. The standby's answer is used when its position
- * is not below the primary's, else the read runs again on the primary.
+ * Standby reads that never show a provider an older state than one it has been told of. A provider's position is
+ * its `event_count`: every transaction that changes one of its listings bumps it. A standby read reads the position
+ * in the same statement, hence the same snapshot; the primary's, read at the same time, covers every write
+ * acknowledged before the request. The standby's answer is used when its position is not below the primary's.
  */
 
 /** A standby read's answer and the provider's position in its snapshot (undefined: the provider is not there yet). */
@@ -28,16 +26,14 @@ export type ReplicaReadOutcome = 'replica' | 'primary-behind' | 'primary-failed'
 
 export class ReadYourWrites {
   /**
-   * The primary's position of a provider. A provider's reads that arrive while its lookup runs share the next one:
-   * it starts after they arrived, so it is at least every write acknowledged before them, and a provider polled by
-   * many clients costs the primary one lookup per round trip instead of one per read, which is what moving reads
-   * off the primary is for. Nothing is kept after the answer.
+   * The primary's position of a provider. Reads that arrive while its lookup runs share the next one, which starts
+   * after them and so covers their writes: a provider polled by many clients costs one lookup per round trip.
    */
   readonly #positions: TrailingBatches<null, number | undefined>
 
   constructor(
     primary: Kysely<Tables>,
-    /** The standby: repositories build their statements for it on this. */
+    /** Repositories build their standby statements on this. */
     readonly replica: Kysely<Tables>,
     private readonly observe: (outcome: ReplicaReadOutcome) => void = () => {},
   ) {
@@ -52,8 +48,7 @@ export class ReadYourWrites {
 
   /**
    * `fromReplica`'s answer when the standby holds every write of `providerId` committed before this call, else
-   * `fromPrimary`'s. Both positions are read at once: the standby's read does not wait for the primary's lookup.
-   * `fromReplica` answers undefined when the standby cannot tell (a cursor it does not know yet).
+   * `fromPrimary`'s. `fromReplica` answers undefined when the standby cannot tell (a cursor it does not know yet).
    */
   async read<T>(providerId: string, fromReplica: () => Promise<PositionedRead<T> | undefined>, fromPrimary: () => Promise<T>): Promise<T> {
     const [required, replica] = await Promise.all([this.#positions.submit(providerId, null), this.#orUnavailable(fromReplica())])
@@ -65,10 +60,7 @@ export class ReadYourWrites {
     return replica.value
   }
 
-  /**
-   * For reads whose freshness is checked on the primary afterwards (discovery's candidates): the standby's answer,
-   * or the primary's when the standby is unavailable.
-   */
+  /** For reads whose freshness is checked on the primary afterwards (discovery's candidates). */
   async anyReplay<T>(fromReplica: () => Promise<T>, fromPrimary: () => Promise<T>): Promise<T> {
     const replica = await this.#orUnavailable(fromReplica())
     if (replica === 'unavailable') return this.#answer('primary-failed', fromPrimary)
@@ -95,7 +87,6 @@ export class ReadYourWrites {
   }
 }
 
-/** The instance's standby reads, when DATABASE_READ_URL is set. */
 export function readYourWritesOf(database: Database, observe?: (outcome: ReplicaReadOutcome) => void): ReadYourWrites | undefined {
   return database.replica && new ReadYourWrites(database.kysely, database.replica, observe)
 }

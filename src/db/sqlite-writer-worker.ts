@@ -1,7 +1,4 @@
-/**
- * The SQLite writer thread (sqlite-writer.ts): its own connection to the database file, on which every write
- * transaction of the service runs, statement by statement as Kysely sends them.
- */
+/** The SQLite writer thread: every write transaction runs on its connection, statement by statement. */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import type SQLite from 'better-sqlite3'
 import { openSqliteConnection } from './sqlite-connection.js'
@@ -11,7 +8,7 @@ if (!parentPort) throw new Error('sqlite-writer-worker runs as a worker thread')
 const port: MessagePort = parentPort
 const db = openSqliteConnection((workerData as { path: string }).path)
 
-/** The service's write statements are a fixed set of texts: each is prepared once. */
+/** The write statements are a fixed set of texts: each is prepared once. */
 const statements = new Map<string, SQLite.Statement>()
 const prepare = (sql: string) => {
   let statement = statements.get(sql)
@@ -20,11 +17,10 @@ const prepare = (sql: string) => {
 }
 
 function run(sql: string, parameters: readonly unknown[], begin: boolean): Omit<Extract<WriterReply, { rows: unknown[] }>, 'id'> {
-  // IMMEDIATE: the write lock from the start. A DEFERRED transaction that reads, then writes, after another
-  // process's commit fails with SQLITE_BUSY at once instead of waiting busy_timeout.
+  // A DEFERRED transaction that reads, then writes, after another process's commit fails with SQLITE_BUSY at once
+  // instead of waiting busy_timeout.
   if (begin) prepare('begin immediate').run()
-  // SQLite may already have rolled the transaction back itself (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY): a ROLLBACK
-  // then would fail and hide the error that caused it.
+  // SQLite may have rolled the transaction back itself (SQLITE_FULL, IOERR, BUSY): a ROLLBACK would fail and hide why.
   if (sql === 'rollback' && !db.inTransaction) return { rows: [] }
   const statement = prepare(sql)
   if (statement.reader) return { rows: statement.all(...parameters) }

@@ -10,7 +10,6 @@ import {
 } from 'kysely'
 import { ModuleThread } from './module-worker.js'
 
-/** A statement for the writer thread, and its answer. */
 export type WriterRequest = { type: 'run'; id: number; sql: string; parameters: readonly unknown[]; begin: boolean } | { type: 'close' }
 export type WriterReply =
   { id: number; rows: unknown[]; changes?: number; lastInsertRowid?: number } | { id: number; error: { message: string; code?: string } }
@@ -21,13 +20,9 @@ interface Pending {
 }
 
 /**
- * The connection a SQLite file is written through: its own, on a worker thread (sqlite-writer-worker.ts). Queries
- * are built and typed by Kysely here as anywhere; only their execution crosses to the thread. better-sqlite3 is
- * synchronous: on the event loop, every commit's fsync (and now and then a WAL checkpoint) stopped every other
- * request while it ran, and a write lock held by another process was waited for there too. Why this, and what it
- * costs: docs/design/0010-one-write-path.md.
- *
- * One connection: transactions take turns (a mutex, as Kysely's own SQLite driver has).
+ * A SQLite file's write connection, on a worker thread: better-sqlite3 is synchronous, and on the event loop each
+ * commit's fsync, a WAL checkpoint or a wait for another process's write lock stops every other request.
+ * One connection: transactions take turns, as in Kysely's own SQLite driver.
  */
 class SqliteWriterDriver implements Driver {
   readonly #thread: ModuleThread<Pending, WriterReply>
@@ -42,7 +37,7 @@ class SqliteWriterDriver implements Driver {
       const pending = this.#thread.take(reply.id)
       if (!pending) return
       if ('error' in reply) {
-        // As dialect.ts classifies errors: by SQLite's code.
+        // Errors are classified by SQLite's code (isDatabaseUnavailable).
         pending.reject(Object.assign(new Error(reply.error.message), { name: 'SqliteError', code: reply.error.code }))
         return
       }
@@ -103,7 +98,6 @@ class SqliteWriterDriver implements Driver {
   }
 }
 
-/** Kysely's SQLite dialect, its statements run by the writer thread on a connection to `path`. */
 export function sqliteWriterDialect(path: string): Dialect {
   return {
     createAdapter: () => new SqliteAdapter(),

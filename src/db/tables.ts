@@ -12,7 +12,7 @@ export interface ProvidersTable {
   last_created_ms: Generated<number>
   /** How many listings before the newest share its millisecond: orders ids within one millisecond. */
   last_created_tick: Generated<number>
-  /** Number of events; also the `seq` of the newest one (dense, in commit order: events/record.ts). */
+  /** Number of events; also the `seq` of the newest one (dense, in commit order). */
   event_count: Generated<number>
 }
 
@@ -42,7 +42,7 @@ export interface ListingsTable {
   brand_image_url: string
   created_at_ms: number
   expires_at_unix: number
-  /** Grows by 1 with every change (docs/api.md#versions-and-entity-tags). */
+  /** Grows by 1 with every change. */
   version: Generated<number>
   updated_at_ms: number
   withdrawn_at_ms: Generated<number | null>
@@ -50,12 +50,9 @@ export interface ListingsTable {
   sold_out: Generated<number>
   /** 1 once the expiry is recorded (its version bump and event). */
   expiry_recorded: Generated<number>
-  /**
-   * The listing's items, every column of each, as JSON (ItemColumns[], listings/columns.ts): the one place items
-   * are stored, read and written with the row. An event keeps its own copy in its snapshot.
-   */
+  /** ItemColumns[] as JSON: the one place items are stored. An event keeps its own copy in its snapshot. */
   items_record: string
-  /** Discovery's cell of the listing's position (discovery/cells.ts): its two indexes are on it. */
+  /** Discovery's cell of the listing's position (cellOf). */
   cell: number
 }
 
@@ -75,7 +72,7 @@ export interface WebhookEndpointsTable {
   id: string
   provider_id: string
   url: string
-  /** The event types it receives, one bit each (webhooks/event-mask.ts). */
+  /** The event types it receives, one bit each. */
   event_mask: number
   status: 'enabled' | 'disabled'
   disabled_reason: string | null
@@ -97,7 +94,6 @@ export interface WebhookDeliveriesTable {
   event_id: string
   provider_id: string
   event_type: string
-  /** Attempts made (and recorded) so far. */
   attempts: number
   next_attempt_at_ms: number
   /** Claimed by a worker until then; another instance may claim it again after. */
@@ -124,7 +120,7 @@ export interface MarketplacesTable {
   created_at_ms: number
 }
 
-/** A marketplace's tokens: the same shape and hashing as a provider's (providers/tokens.ts). */
+/** The same shape and hashing as a provider's tokens. */
 export interface MarketplaceTokensTable {
   id: string
   marketplace_id: string
@@ -133,14 +129,14 @@ export interface MarketplaceTokensTable {
   revoked_at_ms: number | null
 }
 
-/** Keys the service signs with, by name (migration 2026-11-25-service-keys). */
+/** Keys the service signs with, by name. */
 export interface ServiceKeysTable {
   name: string
   /** base64url. */
   secret: string
 }
 
-/** The provider console's signed-in browsers (src/console/sessions.ts). */
+/** The provider console's signed-in browsers. */
 export interface ConsoleSessionsTable {
   /** SHA-256 of the session cookie's value. */
   id_hash: string

@@ -1,10 +1,9 @@
 import type { UnitVector } from './sphere.js'
 
 /*
- * Discovery's cell index (docs/architecture.md#discovery-a-cell-index-in-plain-b-trees). A point of the unit
- * sphere belongs to the cube face of its largest coordinate and is projected onto it, (u, v) in [−1, 1]². Each
- * face is a 2^20 × 2^20 grid whose cell numbers interleave column and row bits (Morton order) after the face's,
- * so any coarser cell is one contiguous range of finest-cell numbers.
+ * A point of the unit sphere belongs to the cube face of its largest coordinate and is projected onto it, (u, v)
+ * in [−1, 1]². Each face is a 2^20 × 2^20 grid numbered in Morton order after the face's number, so any coarser
+ * cell is one contiguous range of finest-cell numbers.
  */
 
 const CELL_LEVEL = 20
@@ -12,8 +11,8 @@ const SIDE = 2 ** CELL_LEVEL
 const CELLS_PER_FACE = SIDE * SIDE // face × 2^40 + Morton code stays below 2^43, exact in a double
 
 /**
- * A query uses the finest level at which its rectangle fits in this many cells per face: fewer, coarser cells hold
- * more listings outside the circle; more cells mean more range scans.
+ * A query takes the finest level whose cover fits in this many cells per face: coarser cells hold more listings
+ * outside the circle, more cells mean more range scans.
  */
 const MAX_CELLS_PER_FACE = 16
 
@@ -63,10 +62,7 @@ export function cellOf(p: UnitVector): number {
 /** An inclusive range of finest-cell numbers. */
 export type CellRange = [number, number]
 
-/**
- * Regions, the coarse cells of the ending-soonest index (2^8 × 2^8 per face): a cell number divided by
- * REGION_DIVISOR, the same integer division in SQL. A circle of the largest radius meets a few.
- */
+/** The ending-soonest index's coarse cells, a few per largest circle: cell number / REGION_DIVISOR, the same integer division in SQL. */
 const REGION_LEVEL = 8
 export const REGION_DIVISOR = 4 ** (CELL_LEVEL - REGION_LEVEL)
 

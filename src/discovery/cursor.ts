@@ -3,10 +3,8 @@ import type { Database } from '../db/connection.js'
 import type { DiscoverParams } from './schemas.js'
 
 /**
- * A discovery page's `cursor`: the sort key and id of its last listing (keyset), and a fingerprint of the query,
- * so a cursor sent with other parameters is refused rather than answering a different question. Signed, because
- * its content reaches the candidate queries, with the database's key so that every instance accepts it.
- * Text: base64url(JSON) "." base64url(MAC).
+ * A cursor's position (keyset). A cursor also holds a fingerprint of the query, so one sent with other parameters is
+ * refused; it is signed, since it reaches the candidate queries, with the database's key so every instance accepts it.
  */
 export interface CursorKey {
   key: number

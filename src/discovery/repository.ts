@@ -32,15 +32,11 @@ type Shape = 'open' | 'bounded'
 const STATE_SELECT = sql.raw(STATE_COLUMN_NAMES.map((name) => `l.${name}`).join(', '))
 
 /**
- * Discovery's two reads: candidates from the spatial index, then the chosen listings whole. Each is a query of
- * fixed text, compiled once (PreparedQuery): building queries was a quarter of a page request's CPU.
- *
- * With DATABASE_READ_URL, the candidates come from the standby and the listings whole from the primary: the
- * route leaves out every listing withdrawn, sold out or discounted less as the primary has it, so a withdrawal
- * still takes a listing out of the very next query, however far behind the standby is (docs/design/0011-read-replicas.md).
+ * Each read is compiled once: building queries is a large share of a page's CPU. With DATABASE_READ_URL, candidates
+ * come from the standby but listings whole from the primary, which the route re-checks, so a withdrawal takes a
+ * listing out of the very next query however far behind the standby is.
  */
 export class DiscoveryRepository {
-  /** Runs a candidate query of this shape, as the database's form of it is run (see candidates). */
   readonly #query: (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]>
   readonly #states: PreparedQuery<{ keys: string }, StatesRow>
 
@@ -67,10 +63,7 @@ export class DiscoveryRepository {
     )
   }
 
-  /**
-   * On PostgreSQL, each request's query is a statement of its own: requests never share one, so no request's
-   * failure can fail another's.
-   */
+  /** On PostgreSQL each request's query is a statement of its own, so no request's failure can fail another's. */
   readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> =>
     this.#query(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
 
@@ -82,7 +75,6 @@ export class DiscoveryRepository {
   }
 }
 
-/** SQLite: one statement per query, on the service's connection. */
 function sqliteQuery({ kysely }: Database): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
   const statements: Record<Shape, PreparedQuery<CandidateParams, CandidateRow>> = {
     open: new PreparedQuery(kysely, (_db, param) => sqliteCandidatesSql(false, param)),
@@ -91,7 +83,6 @@ function sqliteQuery({ kysely }: Database): (shape: Shape, params: CandidatePara
   return (shape, params) => statements[shape].execute(params)
 }
 
-/** PostgreSQL: one statement per query, its rows packed in one (spatial-index.ts). */
 function postgresQuery(kysely: Kysely<Tables>): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
   const statements: Record<Shape, PreparedQuery<{ batch: string }, PackedCandidates>> = {
     open: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(false, param)),

@@ -15,7 +15,6 @@ export interface DiscoveryRoutesOptions {
   clock: Clock
 }
 
-/** docs/api.md#discovery: every provider's active listings around a point, for marketplaces. */
 export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> = async (app, { discovery, cursors, clock }) => {
   app.get(
     '/discover',

@@ -2,8 +2,6 @@ import { Type, type Static } from 'typebox'
 import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView } from '../listings/schemas.js'
 
-/* Discovery's query and page (docs/api.md#discovery). */
-
 const closed = { additionalProperties: false } as const
 
 const DiscoverySorts = ['distance', 'ending_soon'] as const
@@ -11,7 +9,6 @@ const DiscoverySorts = ['distance', 'ending_soon'] as const
 /** A walk or a short ride: the common "near me" question. */
 const DEFAULT_RADIUS_KM = 5
 
-/** A cursor's shape: its payload, a dot, its signature. */
 const exampleCursor = `${Buffer.from(JSON.stringify({ q: 'Yd3hK0v9RkqF2mXw', k: 312.48, id: exampleListingView.id })).toString('base64url')}.rG4cQ0s1Zk3Vb8Xy2Pq9Tw`
 
 export const DiscoverQuery = Type.Object(

@@ -3,10 +3,9 @@ import { greatCircleMeters } from './sphere.js'
 import type { ActiveFilter, CandidateRow, QueryArea } from './spatial-index.js'
 
 /*
- * Which listings a discovery page holds, the same on both databases: the index hands over candidates, the exact
- * distance decides, and the order is made here. Not an ORDER BY over every match, which in a dense city is
- * thousands for a page of 20: nearest-first widens a small circle until it holds more than `limit` (every listing
- * outside is farther than every one inside); ending-soonest lengthens a short window of expiry the same way.
+ * The index hands over candidates, the exact distance decides, and the order is made here rather than by an ORDER BY
+ * over every match, far more than a page in a dense city: nearest-first widens a small circle until it holds more than
+ * `limit` (every listing outside is farther than every one inside); ending-soonest lengthens a window of expiry alike.
  */
 
 export interface SearchQuery {
@@ -40,7 +39,6 @@ const PROBE_ROWS_PER_WANTED = 8
 /** Past this window the search asks the open end of time: no listing lives a year. */
 const LAST_WINDOW_S = 366 * 24 * 3600
 
-/** How much to widen the next step, from how many listings this one held and how many are wanted. */
 function growth(found: number, wanted: number, dimension: 1 | 2): number {
   // Density is roughly even at one step's scale: aim past the wanted count, bounded both ways (a page just short
   // should not take many steps, and a sparse step says little).
@@ -55,7 +53,7 @@ const byKeyThenId = (key: (hit: Hit) => number) => (a: Hit, b: Hit) => key(a) - 
 
 /** The first `limit + 1` matching listings after the cursor, in order: the extra one says whether another page exists. */
 export async function search(query: SearchQuery, candidates: Candidates): Promise<Hit[]> {
-  // Active now: docs/api.md#statuses-and-expiry says expired once now ≥ expiresAtUnix × 1000.
+  // Expired once now ≥ expiresAtUnix × 1000.
   const firstLiving = Math.floor(query.nowMs / 1000) + 1
   const wanted = query.limit + 1
   const hitsOf = (rows: CandidateRow[], within: number, key: (hit: Hit) => number) => {
@@ -84,7 +82,7 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
   const area: QueryArea = { latitude: query.latitude, longitude: query.longitude, radiusMeters: query.radiusMeters }
   // Windows follow each other, so once their hits hold `wanted`, the first by expiry are among them. An empty
   // window only doubles the next, and one longer than a second is asked with a row limit: past a long gap, a
-  // window that reaches it is halved and asked again rather than fetching thousands.
+  // window that reaches it is halved and asked again rather than fetching every row.
   const hits: Hit[] = []
   const probeLimit = PROBE_ROWS_PER_WANTED * wanted
   let from = Math.max(firstLiving, query.after?.key ?? 0)

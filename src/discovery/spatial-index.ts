@@ -4,13 +4,11 @@ import { cellRanges, REGION_DIVISOR, regionsOf } from './cells.js'
 import { chordHalfSide, latLonBounds, unitVector } from './sphere.js'
 
 /*
- * Discovery's candidate queries on the cell index (docs/architecture.md#discovery-a-cell-index-in-plain-b-trees):
- * nearest-first reads listings_near by cell ranges; an ending-soonest window (an upper end of expiry) reads
+ * Nearest-first reads listings_near by cell ranges; an ending-soonest window (an upper end of expiry) reads
  * listings_ending by region and expiry. Each index entry is checked against the circle's latitude/longitude box
- * on the index itself. The conditions are written once for both dialects.
+ * on the index itself.
  */
 
-/** The circle a candidate query is for. */
 export interface QueryArea {
   latitude: number
   longitude: number
@@ -20,7 +18,7 @@ export interface QueryArea {
 /** The exact conditions besides the area: what makes a listing discoverable now, and the expiry range asked. */
 export interface ActiveFilter {
   minDiscountRate: number
-  /** Inclusive (docs/api.md#statuses-and-expiry: expired once now ≥ expiresAtUnix). */
+  /** Inclusive. */
   expiresFrom: number
   /** Inclusive, or no upper end. */
   expiresUntil: number | null
@@ -103,10 +101,9 @@ const QUERY_COLUMNS = sql.raw(
 )
 
 /**
- * PostgreSQL's candidate query: `batch` is a JSON array of queries (candidateBatch), one packed row each, in
- * order. The batch is read as typed rows once, so the filter compares each index entry with plain values rather
- * than parsing JSON per entry. The keys are joined by a LATERAL subquery kept from being pulled up (`offset 0`):
- * joining freely, the planner scanned the whole index or the table instead.
+ * `batch` is a JSON array of queries, one packed row each, in order. It is read as typed rows once, so the filter
+ * compares each index entry with plain values rather than parsing JSON per entry. The LATERAL subquery is kept from
+ * being pulled up (`offset 0`): joining freely, the planner scanned the whole index or the table instead.
  */
 export function postgresCandidatesSql(bounded: boolean, param: (name: 'batch') => unknown): RawBuilder<PackedCandidates> {
   const field: Value = (name) => sql.raw(`q."${name}"`)

@@ -1,7 +1,6 @@
 /*
- * Geometry of discovery (docs/api.md#discovery). Pure arithmetic, no Kysely: the SQLite writer thread imports it.
- * Positions are points of the unit sphere in 3-D: a circle is then every point within a chord of its centre, so a
- * box around it needs no special case at the antimeridian or the poles.
+ * No Kysely here: the SQLite writer thread imports it. Positions are points of the unit sphere in 3-D: a circle is
+ * then every point within a chord of its centre, so a box around it needs no special case at the antimeridian or poles.
  */
 
 const EARTH_RADIUS_M = 6_371_008.8

@@ -35,9 +35,8 @@ const seqOfQuery = (on: Kysely<Tables>) =>
   )
 
 /**
- * The standby's events after a seq, with the provider's position (db/read-your-writes.ts) read in the same
- * statement: the provider's row is read even when no event follows, so "nothing new yet" on a standby that has not
- * replayed the provider's latest events is told apart from "nothing new".
+ * The standby's events after a seq, with the provider's position read in the same statement: the provider's row
+ * comes back even when no event follows, so "not replayed yet" is told apart from "nothing new".
  */
 const positionedAfterQuery = (on: Kysely<Tables>) =>
   new PreparedQuery<{ providerId: string; afterSeq: number; limit: number }, PositionedEventRow>(on, (db, param) =>
@@ -57,14 +56,13 @@ interface StandbyFeed {
 }
 
 /**
- * GET /api/v1/events: a provider's events after a given one, in seq order. seq is dense and in commit order
- * per provider (record.ts), so "seq greater than the last one seen" never skips an event, whatever order
- * concurrent writers, on any instance, took their turns in.
+ * A provider's events after a given one. seq is dense and in commit order per provider (recordEvents), so "seq
+ * greater than the last one seen" never skips an event, whatever order concurrent writers took their turns in.
  */
 export class EventFeed {
   readonly #seqOf: PreparedQuery<{ providerId: string; eventId: string }, { seq: number }>
   readonly #after: PreparedQuery<{ providerId: string; afterSeq: number; limit: number }, EventRow>
-  /** DATABASE_READ_URL: the feed on the standby, while it has replayed the provider's writes. */
+  /** DATABASE_READ_URL: read from the standby once it has replayed the provider's writes. */
   readonly #standby?: StandbyFeed
 
   constructor(database: Database, reads?: ReadYourWrites) {
@@ -93,9 +91,8 @@ export class EventFeed {
   }
 
   /**
-   * The page as the standby has it. A cursor the standby does not know may be one it has not replayed yet: the
-   * primary decides (never a 400 for a cursor the client was given). The position is the second statement's: the
-   * standby only moves forward, so it covers the first too.
+   * A cursor the standby does not know may be one it has not replayed yet: the primary decides (never a 400 for a
+   * cursor the client was given). The second statement's position covers the first: the standby only moves forward.
    */
   async #onStandby(standby: StandbyFeed, providerId: string, after: string | undefined, limit: number): Promise<PositionedRead<EventRow[]> | undefined> {
     let afterSeq = 0

@@ -5,10 +5,7 @@ import type { ListingState } from '../listings/listing-state.js'
 import { eventBit } from '../webhooks/event-mask.js'
 import type { EventType } from './types.js'
 
-/*
- * The outbox (docs/api.md#events): every change of a listing writes its event inside the change's own transaction,
- * so there is never a change without its event nor an event without its change.
- */
+/* The outbox: every change of a listing writes its event in the change's own transaction, so neither exists without the other. */
 
 export { EventTypes, type EventType } from './types.js'
 
@@ -19,13 +16,11 @@ export interface NewEvent {
 }
 
 /**
- * Writes one provider's events of one transaction. Their seq comes from the provider's event_count, bumped
- * here: the row stays locked until this transaction commits (PostgreSQL; on SQLite the whole database is), so
- * the next transaction of the same provider reads the count only after this one committed. seq order is
- * therefore commit order, and a feed reader that has seen seq N has seen every event up to N.
+ * Writes one provider's events of one transaction, seq from the provider's event_count bumped here. The row stays
+ * locked until commit (on SQLite the whole database is), so seq order is commit order: a feed reader that has seen
+ * seq N has seen every event up to N.
  *
- * A transaction locks listings first and the provider last (changes, the sweeper), so it never waits on a
- * provider while another waits on one of its listings: creates lock only the provider.
+ * Listings are locked first and the provider last (creates lock only the provider), so no deadlock.
  */
 export async function recordEvents(tx: Tx, providerId: string, nowMs: number, events: readonly NewEvent[]): Promise<void> {
   if (events.length === 0) return
@@ -40,10 +35,8 @@ export async function recordEvents(tx: Tx, providerId: string, nowMs: number, ev
 }
 
 /**
- * The events' rows, seq from `firstSeq` on (the caller has bumped event_count: recordEvents, or a create's
- * counter update), and the webhook deliveries each owes: one per endpoint enabled and subscribed to its type
- * when it commits (docs/api.md#events), written with the event, so a delivery can never be lost between the
- * two. A first attempt is due at once. For a provider without endpoints this is one probe of an empty index range.
+ * The events' rows, seq from `firstSeq` on (the caller has bumped event_count), and the webhook deliveries each
+ * owes, due at once: one per endpoint enabled and subscribed when it commits, written with the event so none is lost.
  */
 export async function insertEvents(tx: Tx, providerId: string, firstSeq: number, nowMs: number, events: readonly NewEvent[]): Promise<void> {
   const rows = events.map((event, i) => ({

@@ -3,23 +3,16 @@ import { byProvider } from '../by-provider.js'
 import { onPostgres } from '../db/dialect.js'
 import type { Tables } from '../db/tables.js'
 
-/*
- * EVENT_RETENTION_DAYS (docs/api.md#events): events older than that are removed, with the deliveries they still
- * owe and the delivery log of that age, in bounded batches by every instance (background.ts); two instances
- * pruning at once remove each row once.
- */
-
-/** Events one prune removes at most (each provider's share in a transaction of its own): bounds each turn. */
+/** Events one prune removes at most: bounds each turn. */
 export const PRUNE_BATCH = 2000
 
 /** How often every instance prunes: the feed keeps an event at most this much past its retention. */
 export const PRUNE_INTERVAL_MS = 10 * 60 * 1000
 
 /**
- * Removes up to `limit` events created before `beforeMs`, and the log of that age; returns how many events.
- * Provider by provider: what is old is found by reads across providers that lock nothing (on a database sharded
- * by provider, queries each shard answers from its own index), then each provider's rows go in a transaction of
- * its own (pruneProvider).
+ * Removes up to `limit` events created before `beforeMs`, with the deliveries they owe and the log of that age;
+ * returns how many events. Old rows are found by reads that lock nothing (on a database sharded by provider, each
+ * shard answers from its own index), then each provider's go in a transaction of its own.
  */
 export async function pruneEvents(db: Kysely<Tables>, { beforeMs, limit }: { beforeMs: number; limit: number }): Promise<number> {
   const events = await db
@@ -29,8 +22,8 @@ export async function pruneEvents(db: Kysely<Tables>, { beforeMs, limit }: { bef
     .orderBy('created_at_ms')
     .limit(limit)
     .execute()
-  // The log has no key of its own to bound a batch by: its oldest rows go with each batch of events, each
-  // provider's up to the newest of its own among them, endpoint by endpoint (the log's index is by endpoint).
+  // The log has no key to bound a batch by: its oldest rows go with each batch of events, each provider's up to
+  // its newest among them, endpoint by endpoint (the log's index is by endpoint).
   const log = await db
     .selectFrom('webhook_attempts')
     .select(['provider_id', 'endpoint_id', 'at_ms'])
@@ -58,11 +51,7 @@ interface OldLog {
   untilMs: number
 }
 
-/**
- * One provider's share of a prune, in one transaction: its log up to `log.untilMs`, and those of `eventIds` not
- * taken by another instance (SKIP LOCKED on PostgreSQL: two instances pruning at once remove each row once), with
- * the deliveries they still owe.
- */
+/** SKIP LOCKED on PostgreSQL: two instances pruning at once remove each row once. */
 function pruneProvider(db: Kysely<Tables>, providerId: string, eventIds: readonly string[], log: OldLog | undefined): Promise<number> {
   return db.transaction().execute(async (tx) => {
     if (log) {

@@ -3,7 +3,7 @@ import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView, Timestamp } from '../listings/schemas.js'
 import { EventTypes } from './record.js'
 
-/** The event feed's shapes (docs/api.md#events); an event is also what a webhook delivery's body is. */
+/** An event is also a webhook delivery's body. */
 
 const closed = { additionalProperties: false } as const
 

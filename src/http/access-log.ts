@@ -1,6 +1,6 @@
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 
-/** docs/operations.md#logs: one line per request, when it is answered. Headers are never logged, so neither is any token. */
+/** One line per request, when it is answered. Headers are never logged, so neither is any token. */
 export class AccessLog extends LogController {
   constructor() {
     super({ requestIdLogLabel: 'requestId' })

@@ -3,10 +3,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import { Problem, PROBLEM_CONTENT_TYPE } from '../errors.js'
 
-/**
- * Requests Node's parser refuses before any route sees them (too slow, headers too large, not HTTP), answered as
- * problem+json with an X-Request-Id like every other error (docs/api.md#errors) instead of Fastify's own JSON.
- */
+/* Requests Node's parser refuses before routing, answered as problem+json with an X-Request-Id like every other error. */
 
 const TIMEOUT = new Problem('request-timeout', 'the request was not received in time; the connection is closed')
 const HEADERS_TOO_LARGE = new Problem('request-headers-too-large', 'the request headers are too large')
@@ -18,7 +15,7 @@ function problemFor(code: string | undefined): Problem {
   return MALFORMED
 }
 
-/** Fastify's `clientErrorHandler`: answers if the socket can still be written to, then closes it. */
+/** Fastify's `clientErrorHandler`. */
 export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const problem = problemFor(error.code)

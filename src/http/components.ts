@@ -1,14 +1,12 @@
 import { Type, type Static, type TSchema, type TUnsafe } from 'typebox'
 
 /*
- * The schemas the OpenAPI document names under `components.schemas`. Response schemas refer to them by `$ref`,
- * which Fastify's serializer resolves from the same shared schemas. Request schemas never refer: the validator
- * and the body bounds (json-bounds.ts) read them whole.
+ * The OpenAPI `components.schemas`. Response schemas refer to them by `$ref`, resolved by Fastify's serializer from
+ * the same shared schemas. Request schemas never refer: the validator and the body bounds read them whole.
  */
 
 const names = new Map<TSchema, string>()
 
-/** Names `schema` as a component of the document; returns it unchanged. */
 export function named<T extends TSchema>(name: string, schema: T): T {
   if ([...names.values()].includes(name)) throw new Error(`two component schemas are named ${name}`)
   names.set(schema, name)

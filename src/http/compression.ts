@@ -3,24 +3,18 @@ import compress from '@fastify/compress'
 import { negotiate } from '@fastify/accept-negotiator'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 
-/*
- * docs/api.md#compression, by @fastify/compress for every route registered after it. The console's assets are
- * compressed when built and sent as negotiatedEncoding chooses, with the same negotiation.
- */
+/* @fastify/compress covers only routes registered after it; the console's prebuilt assets go by negotiatedEncoding. */
 
 const COMPRESSION_THRESHOLD_BYTES = 1024
 /** Brotli first when the client accepts both equally: it is the smaller. */
 const ENCODINGS = ['br', 'gzip'] as const
 
-/** Brotli at quality 4, as @fastify/compress chooses: zlib's default, 11, costs far more CPU for little gain. */
+/** As @fastify/compress chooses: zlib's default Brotli quality costs far more CPU for little gain. */
 const BROTLI_OPTIONS = { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } }
 
 const COMPRESSIBLE = /^(application\/(json|problem\+json|javascript)|text\/)/
 
-/**
- * A longer Accept-Encoding is dropped before anything negotiates it, so the answer is identity-coded, which a
- * server may always send: negotiating a huge value would cost more than the request.
- */
+/** A longer Accept-Encoding is dropped (identity is always allowed): negotiating a huge value costs more than the request. */
 const MAX_ACCEPT_ENCODING_LENGTH = 256
 
 export async function registerCompression(app: FastifyInstance): Promise<void> {
@@ -50,7 +44,7 @@ export async function registerCompression(app: FastifyInstance): Promise<void> {
   })
 }
 
-/** Whether a payload is of COMPRESSION_THRESHOLD_BYTES or more; a string is at least as many UTF-8 bytes as UTF-16 units. */
+/** A string has at least as many UTF-8 bytes as UTF-16 units, so its length is a cheap first test. */
 function atLeastThreshold(payload: unknown): boolean {
   if (typeof payload === 'string') return payload.length >= COMPRESSION_THRESHOLD_BYTES || Buffer.byteLength(payload) >= COMPRESSION_THRESHOLD_BYTES
   return Buffer.isBuffer(payload) && payload.length >= COMPRESSION_THRESHOLD_BYTES

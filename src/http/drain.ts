@@ -6,9 +6,8 @@ import type { ImageCheck } from '../images/check.js'
 const shuttingDown = (detail: string) => new Problem('unavailable', detail)
 
 /**
- * docs/operations.md#shutdown-and-drain as the request path sees it; server.ts drives the steps. Fastify's own
- * handling answers a bare JSON 503 and keeps in-flight connections alive, which holds server.close() open for the
- * keep-alive timeout: hence these hooks, a problem+json 503 and `Connection: close` on every response once draining.
+ * Fastify's own draining answers a bare JSON 503 and keeps connections alive, holding server.close() open for the
+ * keep-alive timeout: hence a problem+json 503 and `Connection: close` on every response once draining.
  */
 export class Drain {
   #draining = false
@@ -60,8 +59,8 @@ export class Drain {
 }
 
 /**
- * Root-level hooks, after the one that sets X-Request-Id. /healthz still answers 200 while draining (the process
- * is alive); everything else answers 503. Callback hooks: reading one boolean should not cost a promise.
+ * Register at the root, after the X-Request-Id hook. /healthz still answers while draining: the process is alive.
+ * Callback hooks: reading one boolean should not cost a promise.
  */
 export function addDrainHooks(app: FastifyInstance, drain: Drain): void {
   app.addHook('onRequest', (request, reply, done) => {

@@ -34,7 +34,6 @@ const Ready = Type.Object({
 
 type Role = 'primary' | 'standby'
 
-/** `primary` or `standby`: PostgreSQL says whether it is replaying WAL. */
 async function postgresRole(db: Kysely<Tables>): Promise<Role> {
   const { rows } = await sql<{ standby: boolean }>`select pg_is_in_recovery() as standby`.execute(db)
   return rows[0]?.standby ? 'standby' : 'primary'
@@ -49,7 +48,7 @@ async function databaseRole(database: Database): Promise<Role> {
   return postgresRole(database.kysely)
 }
 
-/** DATABASE_READ_URL's role, or `unavailable`: reads fall back to the primary (db/read-your-writes.ts). */
+/** DATABASE_READ_URL's role, or `unavailable`: reads then fall back to the primary. */
 async function readDatabaseRole(replica: Kysely<Tables>): Promise<Role | 'unavailable'> {
   try {
     return await withTimeout(postgresRole(replica), READY_TIMEOUT_MS)

@@ -10,7 +10,7 @@ const MAX_CONTENT_TYPE_LENGTH = 256
 
 const unsupported = (header: string, detail: string, summary: string) => new Problem('unsupported-media-type', summary, { errors: [{ header, detail }] })
 
-/** The charset parameter of a Content-Type, lower-cased and unquoted. Split by hand: no regular expression to keep linear. */
+/** Lower-cased and unquoted. Split by hand: no regular expression to keep linear. */
 function charsetOf(contentType: string): string | undefined {
   const parameters = contentType.split(';').slice(1)
   for (const parameter of parameters) {
@@ -31,9 +31,8 @@ function onlyCodings(value: string, ...codings: string[]): boolean {
 }
 
 /**
- * Refusals made before the body is read. No content coding is decoded (decoding would let a body past the size
- * limit, and storing it undecoded would store the compressed bytes), nor a transfer coding but chunked: both are
- * 415, one answer for every body the service cannot read as sent.
+ * Refused (415) before the body is read: any content coding (decoding would let a body past the size limit, and
+ * storing it undecoded would store compressed bytes), or a transfer coding but chunked.
  */
 function refuseUnreadable(request: FastifyRequest): Problem | undefined {
   const { 'content-encoding': contentEncoding, 'transfer-encoding': transferEncoding, 'content-type': contentType } = request.headers
@@ -49,7 +48,7 @@ function refuseUnreadable(request: FastifyRequest): Problem | undefined {
   return undefined
 }
 
-/** The one body parser: JSON in UTF-8, decoded strictly (docs/api.md#requests-and-responses). */
+/** The one body parser: JSON in UTF-8, decoded strictly. */
 export function registerJsonBody(app: FastifyInstance): void {
   app.addHook('preParsing', async (request) => {
     if (request.method === 'GET' || request.method === 'HEAD') return

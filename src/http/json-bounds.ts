@@ -3,10 +3,7 @@
  * plain one of the same size. No route accepts either, so such a body is refused after one pass over its bytes.
  */
 
-/**
- * The deepest any route's body schema allows: objects and arrays, `{"a":[{}]}` is 3. app.ts refuses a route whose
- * schema nests deeper (assertBodyFits), and a test holds the bound to the deepest schema.
- */
+/** The deepest any route's body schema allows (assertBodyFits enforces it), counting objects and arrays: `{"a":[{}]}` is 3. */
 export const MAX_BODY_DEPTH = 4
 
 /** Every scalar, object and array, the body included: `{"a":[1,2]}` holds 4. Far above the largest create. */
@@ -24,7 +21,6 @@ const CLOSE_OBJECT = 0x7d
 const COMMA = 0x2c
 const isWhitespace = (byte: number) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09
 
-/** Whether the byte at `at` follows an odd run of backslashes. */
 function escaped(bytes: Uint8Array, at: number): boolean {
   let run = 0
   while (at - run - 1 >= 0 && bytes[at - run - 1] === BACKSLASH) run += 1

@@ -4,9 +4,8 @@ import type { Socket } from 'node:net'
 const LINGER_MS = 2000
 
 /**
- * Closes `socket` a moment after its answer. Closing at once with a refused upload's bytes unread makes the kernel
- * reset the connection, and the client sees the reset instead of the answer. The unread bytes are not buffered:
- * the kernel's window holds them back.
+ * Closing at once with a refused upload's bytes unread makes the kernel reset the connection, and the client sees
+ * the reset instead of the answer. The unread bytes are not buffered: the kernel's window holds them back.
  */
 export function closeAfterLinger(socket: Socket): void {
   socket.destroySoon = function destroySoon(this: Socket) {

@@ -6,8 +6,6 @@ import { Type, type TSchema } from 'typebox'
 import { componentSchemas, isNamed, ref } from './components.js'
 import { addProblemResponses, type OpenApiDocument } from './problem-responses.js'
 
-/* GET /openapi.json and GET /docs (Swagger UI, served locally), generated from the routes' own schemas. */
-
 const BEARER = 'bearerAuth'
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -49,7 +47,7 @@ export function jsonResponse<Schema extends TSchema>(
   return { description, content: { 'application/json': { schema: written, examples: named } }, ...(headers ? { headers } : {}) }
 }
 
-/** 304 to a conditional GET (docs/api.md#conditional-requests). The generator reads `type: 'null'` as no content. */
+/** 304 to a conditional GET. The generator reads `type: 'null'` as no content. */
 export function notModifiedResponse(etag: string) {
   return {
     type: 'null',
@@ -63,7 +61,6 @@ export function noContentResponse(description: string) {
   return Type.Unsafe<undefined>({ type: 'null', description })
 }
 
-/** The ETag response header of a listing (docs/api.md#versions-and-entity-tags). */
 export const listingEtagHeader = {
   ETag: {
     type: 'string',
@@ -77,7 +74,7 @@ export function documentBearerAuth(route: RouteOptions): void {
   route.schema = {
     ...route.schema,
     security: [{ [BEARER]: [] }],
-    // Every route serves one kind of client: a valid token of the other kind is 403 (authenticate.ts).
+    // Every route serves one kind of client: a valid token of the other kind is 403.
     'x-problems': ['unauthorized', 'forbidden', 'rate-limited', ...(route.schema?.['x-problems'] ?? [])],
   }
 }

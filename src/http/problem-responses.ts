@@ -7,7 +7,7 @@ import { invalidRequest, Problem, PROBLEM_CONTENT_TYPE, problemTypes, type Probl
 
 declare module 'fastify' {
   interface FastifySchema {
-    /** The problem types this route can answer with (errors.ts); documentation only. */
+    /** The problem types this route can answer with; documentation only. */
     'x-problems'?: readonly ProblemType[]
   }
 }

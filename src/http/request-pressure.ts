@@ -2,9 +2,8 @@ import type { Server } from 'node:http'
 import type { Clock } from '../clock.js'
 
 /**
- * How busy the API is, for background work that gives way to it: requests in flight, averaged over time. It stays
- * low while the process keeps up and climbs once clients wait. Not CPU: the webhook worker's own sends would raise
- * that and throttle it while nothing else runs.
+ * How busy the API is, for background work that gives way to it: requests in flight, averaged over time, which climbs
+ * once clients wait. Not CPU: the webhook worker's own sends would raise that and throttle it while nothing else runs.
  */
 export class RequestPressure {
   #inFlight = 0

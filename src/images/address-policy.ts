@@ -4,9 +4,8 @@ import ipaddr from 'ipaddr.js'
 export type AddressPolicy = (address: string) => boolean
 
 /**
- * Public unicast only (docs/api.md#images): every special range ipaddr.js knows is refused, among them
- * link-local (the cloud metadata service) and the IPv6 ranges that embed an IPv4 address (NAT64, 6to4, Teredo).
- * IPv4-mapped addresses are judged by their IPv4 part.
+ * Public unicast only: every special range ipaddr.js knows is refused, link-local (cloud metadata) and the IPv6
+ * ranges that embed an IPv4 address (NAT64, 6to4, Teredo) among them. IPv4-mapped ones are judged as IPv4.
  */
 export const publicAddressesOnly: AddressPolicy = (address) => {
   if (!ipaddr.isValid(address)) return false

@@ -20,7 +20,6 @@ export class FairSlots {
   /** Owners with someone waiting, each line in arrival order; the map's order is the rotation among equals. */
   readonly #lines = new Map<string, Set<Waiter>>()
 
-  /** `perOwner` defaults to three quarters of `slots` (at least 1). */
   constructor(options: { slots: number; perOwner?: number }) {
     this.slots = options.slots
     this.perOwner = Math.min(options.slots, options.perOwner ?? Math.max(1, Math.floor((options.slots * 3) / 4)))

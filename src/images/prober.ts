@@ -40,7 +40,7 @@ export interface ImageProberOptions {
   resolve?: Resolver
   clock?: Clock
   perRequestConcurrency?: number
-  /** Shared fairly between providers (fair-slots.ts). */
+  /** Shared fairly between providers. */
   processConcurrency?: number
   /** IMAGE_QUEUE_PER_PROVIDER; none: no bound. */
   queuePerProvider?: number
@@ -109,11 +109,10 @@ function contentRangeTotal(value: string | undefined): number | undefined {
 }
 
 /**
- * Fetches listing images and judges them by what they are (docs/api.md#images): format by their first bytes, size
- * by their full length, never by headers alone. Callers choose the URLs, so every connection, redirects included,
- * goes through guardedConnector, every body is read with a byte cap, and each create's wait has one deadline.
- * Callers also choose how many and how slow: fetches are shared fairly between providers, each provider's
- * backlog is bounded, and no fetch outlives every request waiting for it.
+ * Judges images by what they are: format by their first bytes, size by their full length, never by headers alone.
+ * Callers choose the URLs, so every connection, redirects included, goes through guardedConnector, every body is
+ * read with a byte cap, and each create's wait has one deadline. Callers also choose how many and how slow: fetches
+ * are shared fairly between providers, each provider's backlog is bounded, and no fetch outlives its last waiter.
  */
 export class ImageProber {
   readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer' | 'queuePerProvider' | 'onRefusedHost'>>

@@ -1,4 +1,4 @@
-/** Image formats accepted, recognised by their first bytes only (docs/api.md#images). */
+/** Image formats accepted, recognised by their first bytes only. */
 export type ImageFormat = 'jpeg' | 'png' | 'gif' | 'webp'
 
 export const ACCEPTED_FORMATS = 'jpg, png, gif, webp'

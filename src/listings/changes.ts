@@ -10,14 +10,12 @@ import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, type ListingSta
 import type { PatchListingInput } from './schemas.js'
 
 /*
- * The changes of a listing (docs/api.md#statuses-and-expiry): PATCH, withdraw and the expiry sweep. Each rule is
- * a plain function of the listing as it is; each change is one transaction that reads the listing locked (FOR
- * UPDATE on PostgreSQL: concurrent changes of one listing, from any instance, take turns), decides by those
- * rules, writes the listing and its event, and answers with what happened. Nothing is written unless something
- * changes.
+ * Each rule is a plain function of the listing as it is; each change is one transaction that reads the listing
+ * locked (FOR UPDATE on PostgreSQL: concurrent changes of one listing, from any instance, take turns), decides,
+ * writes the listing and its event. Nothing is written unless something changes.
  */
 
-/** `If-Match`, parsed (http/conditional.ts): `*`, or the opaque parts of its strong entity tags. */
+/** `If-Match`, parsed: `*`, or the opaque parts of its strong entity tags. */
 export interface IfMatch {
   any: boolean
   tags: string[]
@@ -149,7 +147,6 @@ async function lockedListing(tx: Tx, { providerId, listingId }: ChangeArgs): Pro
   return row && stateFromRow(row)
 }
 
-/** Writes what a change decided, and its event. */
 async function writeChange(tx: Tx, next: ListingState, type: EventType, nowMs: number): Promise<void> {
   await tx
     .updateTable('listings')
@@ -167,7 +164,6 @@ async function writeChange(tx: Tx, next: ListingState, type: EventType, nowMs: n
   await recordEvents(tx, next.provider_id, nowMs, [{ type, listing: next }])
 }
 
-/** A change as one transaction: read the listing locked, decide, write what changed. */
 function change(db: Kysely<Tables>, args: ChangeArgs, decide: (state: ListingState | undefined) => ChangeOutcome, type: EventType) {
   return db.transaction().execute(async (tx) => {
     const outcome = decide(await lockedListing(tx, args))
@@ -185,11 +181,9 @@ export function withdrawListing(db: Kysely<Tables>, args: ChangeArgs): Promise<C
 }
 
 /**
- * Records the expiry of up to `limit` listings whose time has come (expiry.ts runs it every few seconds on every
- * instance): expiredState and a `listing.expired` event each. Provider by provider: the due listings are found
- * by one read across providers that locks nothing (on a database sharded by provider, a query each shard answers
- * from its own index), then each provider's are recorded by a transaction of their own (expireListings), which
- * touches that provider's rows alone. Returns how many were recorded.
+ * Records the expiry of up to `limit` due listings. They are found by one read across providers that locks nothing
+ * (sharded by provider, each shard answers it from its own index), then each provider's are recorded in a transaction
+ * of their own, which touches that provider's rows alone. Returns how many were recorded.
  */
 export async function expireDue(db: Kysely<Tables>, { nowMs, limit }: { nowMs: number; limit: number }): Promise<number> {
   const due = await db

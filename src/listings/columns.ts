@@ -3,15 +3,9 @@ import { unitVector } from '../discovery/sphere.js'
 import { requestHash } from './request-hash.js'
 import type { CreateListingInput, Listing } from './schemas.js'
 
-/*
- * How a create request becomes rows: one source for the create (create-listing.ts) and for bench/seed.ts, so
- * seeded rows are the rows the service writes.
- */
+/* Shared with the benchmark's seeder, so seeded rows are the rows the service writes. */
 
-/**
- * The columns of a listing row that come from the request; id, seq and times come from the counter, and
- * request_hash from listingRecordJson's text.
- */
+/** A listing row's columns that come from the request: not id, seq, times or request_hash. */
 export function listingColumns(providerId: string, input: CreateListingInput) {
   return {
     provider_id: providerId,
@@ -48,10 +42,8 @@ export type ItemColumns = ReturnType<typeof itemColumns>[number]
 export type ListingRecord = ListingColumns & { items: ItemColumns[] }
 
 /**
- * The text a create's fingerprint is taken over (request-hash.ts): the request-side columns of the listing and
- * of its items, with fields in a fixed order whatever the order of the request's keys, holding every field of the
- * validated body (a price's thousandths are exact: at most 3 decimals). `items_json`, the items as a page lists
- * them, was a column until 2026-11-25: it stays in this text so that fingerprints stored before still match.
+ * The text a create's fingerprint is taken over: fields in a fixed order whatever the request's key order, holding
+ * every field of the validated body (a price's thousandths are exact). `items_json`, a dropped column, stays so stored fingerprints match.
  */
 export function listingRecordJson(providerId: string, input: CreateListingInput): string {
   const listedItems: Array<Listing['items'][number]> = input.items.map(({ displayName, price, quantity, category }) => ({
@@ -70,7 +62,7 @@ export interface PreparedListing {
   columns: ListingColumns
   items: ItemColumns[]
   requestHash: string
-  /** The listing's cell (discovery/cells.ts): discovery's indexes are on it, and listings never move. */
+  /** Discovery's indexes are on it; listings never move. */
   cell: number
 }
 

@@ -27,13 +27,11 @@ export interface StoredListing {
 }
 
 /**
- * Stores creates of one provider in the caller's transaction: the provider's counter row gives each its `seq`
- * and creation time, then the listings (their items in the row, items_record) and their `listing.created`
- * events. Bumping the counter in the create's transaction gives the dense sequence pages are read by
- * (recordCount stays exact without COUNT(*)) and a creation time that never goes backwards within a provider,
- * and it serialises one provider's creates, so a concurrent duplicate referenceId waits and then fails on the
- * unique constraint instead of racing. Several creates share one creation millisecond, the latest clock reading
- * among them, and take consecutive ticks within it (ids.ts).
+ * Stores creates of one provider in the caller's transaction. Bumping the provider's counter row in it gives the dense
+ * `seq` pages are read by (recordCount exact without COUNT(*)) and a creation time that never goes backwards within a
+ * provider, and serialises one provider's creates, so a concurrent duplicate referenceId waits and then fails on the
+ * unique constraint instead of racing. A batch shares one creation millisecond, the latest clock reading among them,
+ * and takes consecutive ticks within it.
  */
 export async function insertListings(tx: Tx, providerId: string, creates: readonly ListingCreate[]): Promise<StoredListing[]> {
   const n = creates.length
@@ -98,11 +96,10 @@ export async function insertListings(tx: Tx, providerId: string, creates: readon
 const MAX_BATCH = 64
 
 /**
- * Where creates are stored. A provider's creates are serialised on its counter row; those that arrive while its
- * transaction runs are stored together by the next one (one lock, one commit), and the next starts the moment
- * one ends, two at a time on PostgreSQL so the second already waits inside the database. A batch that fails for
- * any reason is stored again one create at a time, so each create gets its own answer: one create's failure never
- * fails another. Why creates, and only creates, gather: docs/design/0010-one-write-path.md.
+ * A provider's creates are serialised on its counter row, so those that arrive while its transaction runs are stored
+ * together by the next one (one lock, one commit), which starts the moment one ends, two at a time on PostgreSQL so
+ * the second already waits inside the database. A failed batch is stored again one create at a time, so one create's
+ * failure never fails another.
  */
 export class ListingCreates {
   readonly #batches: TrailingBatches<ListingCreate, StoredListing>
@@ -130,7 +127,7 @@ export class ListingCreates {
     )
   }
 
-  /** Rejects with the database's error (its `code` as dialect.ts classifies errors). */
+  /** Rejects with the database's own error, for isUniqueViolation. */
   store(create: ListingCreate): Promise<StoredListing> {
     return this.#batches.submit(create.providerId, create)
   }
@@ -159,10 +156,7 @@ function replay(existing: StoredListingRef, hash: string, input: CreateListingIn
   return { status: 200, body: { success: true, listingId: existing.listingId, expiresAtUnix: existing.expiresAtUnix } }
 }
 
-/**
- * A create after validation (docs/api.md#requests-and-responses): referenceId check → image checks → store. A
- * replay is answered before any image is fetched; a request that fails stores nothing, so it reserves nothing.
- */
+/** A replay is answered before any image is fetched; a request that fails stores nothing, so it reserves nothing. */
 export async function createListing(
   deps: CreateListingDeps,
   provider: Provider,

@@ -3,14 +3,10 @@ import type { Clock } from '../clock.js'
 import type { Tables } from '../db/tables.js'
 import { expireDue } from './changes.js'
 
-/** Listings whose expiry one expireDue records at most (each provider's in a transaction of its own). */
+/** Expiries one expireDue call records at most. */
 const BATCH = 500
 
-/**
- * Records expiries (changes.ts expireDue): every instance runs this every SWEEP_INTERVAL_MS, so an expiry's
- * event is committed within that of expiresAtUnix while any instance runs (docs/api.md#events: within 10 s), and
- * at start after downtime. Returns how many were recorded.
- */
+/** Every instance runs this at start and every SWEEP_INTERVAL_MS. Returns how many expiries were recorded. */
 export async function recordExpiries(db: Kysely<Tables>, clock: Clock): Promise<number> {
   let total = 0
   for (;;) {

@@ -3,11 +3,7 @@ import type { ListingsTable } from '../db/tables.js'
 import type { ItemColumns, ListingRecord } from './columns.js'
 import type { ListingStatuses } from './schemas.js'
 
-/*
- * A listing as stored, in the database's own names: the listing row and its items (listings.items_record). It is
- * what change scripts read and write, what an event keeps as its snapshot (events.snapshot), and what
- * listing-view.ts turns into "the listing as read".
- */
+/* A listing as stored, in the database's names: what changes read and write, and what an event keeps as its snapshot. */
 
 export type ListingStatus = (typeof ListingStatuses)[number]
 
@@ -34,16 +30,13 @@ export const STATE_COLUMN_NAMES = [
   'items_record',
 ] as const satisfies ReadonlyArray<keyof ListingsTable>
 
-/**
- * The row as read (db/tables.ts says what each column holds): withdrawn_at_ms is set once, by the withdrawal;
- * expiry_recorded is 1 once the expiry has been recorded (its version bump and event: changes.ts).
- */
+/** withdrawn_at_ms is set once, by the withdrawal; expiry_recorded is 1 once the expiry's version bump and event are written. */
 export type StateRow = Pick<Selectable<ListingsTable>, (typeof STATE_COLUMN_NAMES)[number]>
 
 export type ListingState = Omit<StateRow, 'items_record'> & { items: ItemColumns[] }
 
 export function stateFromRow({ items_record, ...row }: StateRow): ListingState {
-  // BIGINT columns come back as numbers on both drivers (connection.ts; better-sqlite3 without safeIntegers).
+  // BIGINT columns come back as numbers on both drivers (better-sqlite3 without safeIntegers).
   return { ...row, items: JSON.parse(items_record) as ItemColumns[] }
 }
 
@@ -80,10 +73,8 @@ export function statusOf({ withdrawn, expiresAtUnix, soldOut }: StatusFacts, now
 }
 
 /**
- * Status, version and last change of a listing at `nowMs`. The expiry is a change (version + 1, updated at the
- * moment of expiry) from the moment it happens, whether or not the sweeper has recorded it yet: what a reader
- * sees, its ETag included, is the same before and after the sweeper's write, which only makes it durable and
- * sends its event.
+ * An expiry is a change (version + 1, updated at the moment of expiry) from the moment it happens: readers, ETags
+ * included, see the same before and after the sweeper records it, which only makes it durable and sends its event.
  */
 export function effective(state: ListingState, nowMs: number): { status: ListingStatus; version: number; updatedAtMs: number } {
   const status = statusOf({ withdrawn: state.withdrawn_at_ms !== null, expiresAtUnix: state.expires_at_unix, soldOut: isSoldOut(state.items) }, nowMs)

@@ -3,9 +3,8 @@ import { effective, type ListingState } from './listing-state.js'
 import type { ListingTypes, ListingView } from './schemas.js'
 
 /**
- * "The listing as read" (docs/api.md#statuses-and-expiry, the ListingView schema), made from a stored state: the one place that
- * shape is made, for GET one, PATCH, withdraw, every event's data and discovery. Keys come in the schema's order.
- * `nowMs` decides the status; an event passes its own time, so its data is the listing as it was right then.
+ * The one place a ListingView is made; keys come in the schema's order. `nowMs` decides the status: an event passes
+ * its own time, so its data is the listing as it was right then.
  */
 export function listingView(state: ListingState, industry: string, nowMs: number): ListingView {
   const { status, version, updatedAtMs } = effective(state, nowMs)
@@ -44,5 +43,4 @@ export function listingView(state: ListingState, industry: string, nowMs: number
   }
 }
 
-/** The ETag of a listing as read: its version in quotes (docs/api.md#versions-and-entity-tags). */
 export const listingEtag = (view: Pick<ListingView, 'version'>) => `"${view.version}"`

@@ -18,12 +18,11 @@ import { exampleListingView, IfMatchHeaders, IfNoneMatchHeaders, ListingIdParams
 
 export interface OneListingRoutesOptions {
   listings: ListingRepository
-  /** Where changes are written (changes.ts). */
   db: Kysely<Tables>
   clock: Clock
 }
 
-/** The shape of every listing id (ids.ts): anything else cannot name a listing and is not looked up. */
+/** The shape of every listing id: anything else cannot name a listing and is not looked up. */
 const LISTING_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/
 
 const notFound = (parameter: 'listingId' | 'referenceId') =>
@@ -31,7 +30,6 @@ const notFound = (parameter: 'listingId' | 'referenceId') =>
     errors: [{ parameter, detail: `no listing of yours has this ${parameter}` }],
   })
 
-/** A 200 with the listing as read and its ETag. */
 function sendListing(reply: FastifyReply, state: ListingState, provider: Provider, nowMs: number) {
   const view = listingView(state, provider.industry, nowMs)
   return reply.header('etag', listingEtag(view)).send(view)
@@ -44,7 +42,6 @@ function ifMatchOf(header: string | undefined): IfMatch | null {
   return parsed ? ifMatchTags(parsed) : null
 }
 
-/** A change's answer: the listing as read, or the problem that stopped it (nothing was written then). */
 function answer(reply: FastifyReply, outcome: ChangeOutcome, provider: Provider, nowMs: number) {
   switch (outcome.kind) {
     case 'not-found':
@@ -64,9 +61,7 @@ function answer(reply: FastifyReply, outcome: ChangeOutcome, provider: Provider,
 
 const listingResponse = (description: string) => jsonResponse(description, ListingView, { listing: exampleListingView }, listingEtagHeader)
 
-/** docs/api.md#statuses-and-expiry: read one listing, change it, withdraw it. */
 export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions> = async (app, { listings, db, clock }) => {
-  /** GET one listing, found by `find` from the route's one path parameter. */
   const readRoute = (
     url: string,
     parameter: 'listingId' | 'referenceId',
@@ -90,7 +85,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
         const state = await find(provider.id, (request.params as Record<string, string>)[parameter] ?? '')
         if (!state) throw notFound(parameter)
         const nowMs = clock()
-        // The same ETag for every Content-Encoding (docs/api.md#versions-and-entity-tags: the version); most listings are over 1 KiB.
+        // One ETag (the version) for every Content-Encoding, and most bodies are large enough to be compressed.
         reply.header('cache-control', 'private, no-cache').header('vary', 'accept-encoding')
         // A client polling an unchanged listing costs the lookup only: nothing is rendered.
         const etag = listingEtag(effective(state, nowMs))

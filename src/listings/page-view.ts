@@ -17,24 +17,23 @@ export interface PageListing {
   items: ListingsPage['content'][number]['items']
 }
 
-/** One page as read (repository.ts): the provider's count and the page's listings, newest first. */
+/** The provider's listing count and one page of its listings, newest first. */
 export interface ListingsPageData {
   recordCount: number
   listings: PageListing[]
 }
 
-/** A page's listing's status and version at `nowMs` (listing-state.ts's effective(), from the page's columns). */
+/** effective(), from a page's columns. */
 function now(listing: PageListing, nowMs: number): { status: ListingStatus; version: number } {
   const status = statusOf(listing, nowMs)
   return { status, version: expiryUnrecorded(status, listing.expiryRecorded) ? listing.version + 1 : listing.version }
 }
 
 /**
- * The page's entity tag, from what the page query read, without writing the body: a body is its count, the
- * provider's industry and each listing's id, status and items (the rest of a listing never changes), and every
- * change of items or status is a new version. So the count, the industry and each listing's id, version and status
- * at `nowMs` name the body. Weak: the same tag serves every Content-Encoding, which RFC 9110 allows of a weak
- * validator only; If-None-Match compares weakly, so a 304 works for every encoding.
+ * The page's entity tag, without writing the body. A body is its count, the industry and each listing's id, status and
+ * items (the rest never changes), and every change of items or status is a new version, so the count, industry and each
+ * listing's id, version and status at `nowMs` name it. Weak: one tag serves every Content-Encoding, which RFC 9110
+ * allows of a weak validator only; If-None-Match compares weakly, so a 304 works for every encoding.
  */
 export function pageEntityTag(page: ListingsPageData, industry: string, nowMs: number): string {
   let named = `${page.recordCount} ${JSON.stringify(industry)}`
@@ -45,7 +44,6 @@ export function pageEntityTag(page: ListingsPageData, industry: string, nowMs: n
   return `W/"${createHash('sha256').update(named).digest('base64url').slice(0, 27)}"`
 }
 
-/** The body of GET /api/v1/listing, in the ListingsPage schema's shape; the route's serializer writes it. */
 export function pageView(page: ListingsPageData, industry: string, nowMs: number): ListingsPage {
   return {
     content: page.listings.map((listing) => ({
@@ -60,7 +58,6 @@ export function pageView(page: ListingsPageData, industry: string, nowMs: number
   }
 }
 
-/** A page's items from the stored record (listings.items_record). */
 export function pageItems(itemsRecord: string): PageListing['items'] {
   return (JSON.parse(itemsRecord) as ItemColumns[]).map((item) => ({
     nameAr: item.name_ar,

@@ -17,7 +17,7 @@ export interface StoredListingRef {
 /** A row of the page query: the provider's counts, and a listing unless the page is past the end. */
 interface PageRow {
   listing_count: number
-  /** The provider's position (db/read-your-writes.ts), for a read on the standby. */
+  /** The provider's position, for a read on the standby. */
   event_count: number
   id: string | null
   reference_id: string | null
@@ -41,10 +41,9 @@ interface PageRequest {
 type PageParams = { providerId: string; skip: number; skipPlusLimit: number }
 
 /**
- * One page, newest first, in one statement (one snapshot, one round trip). Sequence numbers are dense
- * (1..recordCount) and follow creation order, so page N is the seq range (count − N·limit, count − (N−1)·limit]
- * of the provider's counter row: an index range, as cheap at page 10,000 as at page 1, and recordCount is read in
- * the same statement. The left join keeps the provider's row when the page is past the end.
+ * One page in one statement (one snapshot, one round trip). Sequence numbers are dense (1..recordCount) in creation
+ * order, so page N is the seq range (count − N·limit, count − (N−1)·limit]: an index range, as cheap deep in as at
+ * page 1. The left join keeps the provider's row when the page is past the end.
  */
 const pageQuery = (on: Kysely<Tables>) =>
   new PreparedQuery<PageParams, PageRow>(on, (db, param) =>
@@ -76,13 +75,9 @@ const pageQuery = (on: Kysely<Tables>) =>
 
 type Nullable<T> = { [K in keyof T]: T[K] | null }
 
-/**
- * One listing on the standby, with its provider's position: the provider's row is read even when the listing is
- * not there, so "not found" on a standby that has not replayed the create is told apart from "not found".
- */
-/** What one listing is found by: its id or the provider's referenceId. */
 type OneBy = 'id' | 'reference_id'
 
+/** The provider's row is read even without the listing, so a standby that has not replayed the create is told apart from "not found". */
 const positionedStateQuery = (on: Kysely<Tables>, by: OneBy) =>
   new PreparedQuery<{ providerId: string; key: string }, Nullable<StateRow> & { event_count: number }>(on, (db, param) =>
     db
@@ -92,7 +87,6 @@ const positionedStateQuery = (on: Kysely<Tables>, by: OneBy) =>
       .where('p.id', '=', param('providerId')),
   )
 
-/** The standby's read of one listing: the listing if there, and the position it was read at. */
 async function positionedState(
   query: ReturnType<typeof positionedStateQuery>,
   providerId: string,
@@ -129,15 +123,13 @@ export class ListingRepository {
   readonly #pageQuery: PreparedQuery<PageParams, PageRow>
   readonly #referenceQuery: PreparedQuery<{ providerId: string; referenceId: string }, { id: string; expires_at_unix: number; request_hash: string }>
 
-  /** One listing by id or by referenceId (the caller's own only). */
   readonly #one: Record<OneBy, PreparedQuery<{ providerId: string; key: string }, StateRow>>
 
   /**
-   * PostgreSQL: identical page reads share one query, the next one to start after they arrive (never one that
-   * began before: a client always sees its own acknowledged writes). One provider's page 1 polled by many clients
-   * at once is the common hot spot, and each query is a round trip on a pool of 10. Nothing is kept after the
-   * answer, and requests that share a query are the same request, so they cannot differ in fate. On SQLite a
-   * query runs to its end synchronously: there is nothing in flight to share.
+   * PostgreSQL: identical page reads share one query, the next to start after they arrive (never one begun before: a
+   * client always sees its own acknowledged writes), as one provider's page 1 polled by many clients is the common hot
+   * spot. Nothing is kept after the answer, and sharers are the same request, so they cannot differ in fate. On SQLite
+   * a query runs synchronously: nothing is in flight to share.
    */
   readonly #samePage?: TrailingBatches<PageRequest, ListingsPageData>
 
@@ -148,7 +140,7 @@ export class ListingRepository {
     one: Record<OneBy, ReturnType<typeof positionedStateQuery>>
   }
 
-  /** `reads`: given when DATABASE_READ_URL is set. The create's reference check always reads the primary. */
+  /** The create's reference check always reads the primary. */
   constructor(database: Database, reads?: ReadYourWrites) {
     if (reads) {
       this.#standby = {
@@ -202,7 +194,6 @@ export class ListingRepository {
     return standby.reads.read(providerId, () => positionedState(standby.one[by], providerId, key), onPrimary)
   }
 
-  /** One page, newest first (pageQuery); on the standby when it has replayed the provider's writes. */
   page(providerId: string, { page, limit }: ListListingsParams): Promise<ListingsPageData> {
     const skip = (page - 1) * limit
     return this.#samePage ? this.#samePage.submit(`${providerId} ${skip} ${limit}`, { providerId, skip, limit }) : this.#readPage({ providerId, skip, limit })

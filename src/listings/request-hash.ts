@@ -10,10 +10,8 @@ import { createHash } from 'node:crypto'
 const VERSION = 'v2:'
 
 /**
- * The fingerprint of a create whose columns are `recordJson` (listingRecordJson): that text already has its
- * fields in a fixed order and holds the whole validated body. If listingRecordJson's output ever changes for
- * the same body, stored fingerprints stop matching: give the new text a new VERSION and keep this one
- * readable, as legacyRequestHash is (test/idempotency.test.ts pins one fingerprint).
+ * `recordJson` (listingRecordJson) has its fields in a fixed order and holds the whole validated body. If it ever
+ * changes for the same body, stored fingerprints stop matching: give the new text a new VERSION, keep this one readable.
  */
 export function requestHash(recordJson: string): string {
   return VERSION + createHash('sha256').update(recordJson).digest('hex')
@@ -25,8 +23,8 @@ export function sameRequest(stored: string, current: string, body: unknown): boo
 }
 
 /**
- * The fingerprint stored until 2026-11-22: SHA-256 of the validated body (defaults filled) as JSON with the
- * keys of every object sorted. Only a replay of a listing stored then computes it.
+ * The unversioned fingerprint: SHA-256 of the validated body (defaults filled) as JSON with every object's keys
+ * sorted. Only a replay of a listing stored with one computes it.
  */
 export function legacyRequestHash(body: unknown): string {
   return createHash('sha256').update(canonicalJson(body)).digest('hex')

@@ -71,7 +71,6 @@ export const listingRoutes: FastifyPluginAsyncTypebox<ListingRoutesOptions> = as
       },
     },
     async (request, reply) => {
-      // The validator has checked the body against CreateListingBody and filled its defaults.
       const outcome = await createListing(create, providerOf(request), request.body, clientGone(reply))
       return reply.code(outcome.status).send(outcome.body)
     },
@@ -102,7 +101,7 @@ export const listingRoutes: FastifyPluginAsyncTypebox<ListingRoutesOptions> = as
       const provider = providerOf(request)
       const page = await listings.page(provider.id, request.query)
       const nowMs = clock()
-      // The tag comes from what the query read (page-view.ts): an unchanged page answers 304 without a body made.
+      // The tag comes from what the query read, so an unchanged page answers 304 without a body made.
       const etag = pageEntityTag(page, provider.industry, nowMs)
       reply.header('etag', etag).header('cache-control', 'private, no-cache').header('vary', 'accept-encoding')
       if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send()

@@ -2,16 +2,11 @@ import { Type, type Static } from 'typebox'
 import { named, ref } from '../http/components.js'
 import { MAX_ENTITY_TAGS_LENGTH } from '../http/conditional.js'
 
-/**
- * The listing API's shapes. Each schema here validates requests (http/validation.ts), gives the TypeScript
- * type through Static<>, serialises responses, and is what the OpenAPI document shows: the descriptions and
- * examples below are what an integrator reads at /docs.
- */
+/* These schemas are also the OpenAPI document: their descriptions and examples are what integrators read. */
 
 const closed = { additionalProperties: false } as const
 
-// Custom formats (http/validation.ts) mean nothing to a generic OpenAPI tool, so each description says what
-// its format checks.
+// Custom formats mean nothing to a generic OpenAPI tool, so each description says what its format checks.
 const Name = Type.String({
   minLength: 1,
   maxLength: 200,
@@ -241,9 +236,9 @@ export const exampleListingsPage: ListingsPage = {
   ],
 }
 
-// ---- One listing, as read (docs/api.md#statuses-and-expiry): GET one, PATCH, withdraw, every event's data, discovery ----------------
+// ---- One listing, as read ----
 
-/** UTC, to the millisecond: how every time of the API is written (`Date.prototype.toISOString`). */
+/** As `Date.prototype.toISOString` writes it. */
 export const Timestamp = Type.String({
   pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
   description: 'UTC, to the millisecond (RFC 3339).',
@@ -372,7 +367,7 @@ export const IfMatchHeaders = Type.Object({
   ),
 })
 
-/** `If-None-Match` on reads (docs/api.md#conditional-requests): the ETag a client has; a match answers 304 without a body. */
+/** `If-None-Match` on reads (RFC 9110 §13.1.2). */
 export const IfNoneMatchHeaders = Type.Object({
   'if-none-match': Type.Optional(
     Type.String({

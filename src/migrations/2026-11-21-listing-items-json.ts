@@ -1,13 +1,11 @@
 import type { Kysely } from 'kysely'
 
-// Frozen, like every migration: it carries its own copy of the item JSON shape as it was on this date.
+// Carries its own copy of the item JSON shape as it was on this date.
 
 /**
- * listings.items_json: each listing's items exactly as GET /api/v1/listing returns them, written with the
- * listing. A page then reads 10 rows and no item rows: turning 30 item rows into JavaScript objects was most of
- * the SQL time of a page. listing_items stays the complete record; this column is a copy for reading.
- * Nullable, and the reader falls back to listing_items where it is NULL: an instance of the previous version
- * may still be writing during a rolling deploy.
+ * listings.items_json: each listing's items as GET /api/v1/listing returns them, so a page reads no item rows.
+ * listing_items stays the complete record. Nullable, and the reader falls back to listing_items where it is NULL:
+ * an instance of the previous version may still be writing during a rolling deploy.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('listings').addColumn('items_json', 'text').execute()

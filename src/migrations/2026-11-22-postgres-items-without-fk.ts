@@ -2,12 +2,9 @@ import type { Kysely } from 'kysely'
 import type { DialectName } from '../db/connection.js'
 
 /**
- * PostgreSQL: listing_items no longer has a foreign key to listings. The key was checked for every item row, by
- * a trigger looking the same listing up again and locking it: in a batch of eleven 100-item creates that was
- * 4.4 ms of the statement's 9.4 ms (auto_explain, 2026-11-22), and the statement holds the provider's counter
- * row, so it bounded one provider's 100-item creates to ~500/s. Items are written only by the create statement
- * (postgres-writer.ts), in the same statement as their listing, and nothing deletes listings: the key guarded
- * no write the service makes. test/consistency.test.ts checks that no item is without its listing.
+ * PostgreSQL: listing_items loses its foreign key to listings. Its per-row trigger looked the listing up again and
+ * locked it, a large share of a 100-item create, while the statement holds the provider's counter row. Items are
+ * written only with their listing, in the same statement, and nothing deletes listings: the key guarded no write.
  *
  * SQLite keeps its key: there the check is an in-process index probe, and dropping it would mean rebuilding
  * the table.

@@ -1,10 +1,8 @@
 import { sql, type Kysely } from 'kysely'
 import type { DialectName } from '../db/connection.js'
 
-// Frozen, like every migration.
-
 /**
- * Listings change after their creation (docs/api.md#change-a-listing) and every change is an event (docs/api.md#events).
+ * Listings change after their creation and every change is an event.
  *
  * listings gains its version, its last change, the withdrawal, a sold-out flag for pages (derived from the
  * quantities, kept by the writers), whether its expiry has been recorded, and items_record: its items with every
@@ -45,7 +43,6 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
   await sql`update listings set version = 2, updated_at_ms = expires_at_unix * 1000, expiry_recorded = 1
             where expires_at_unix <= ${nowUnix}`.execute(db)
 
-  // One statement per dialect: a JSON array of each listing's item rows, in position order.
   if (dialect === 'sqlite') {
     await sql`update listings set items_record = (
       select json_group_array(json_object(
@@ -85,11 +82,11 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
     .addColumn('type', 'text', (c) => c.notNull())
     .addColumn('listing_id', 'text', (c) => c.notNull())
     .addColumn('created_at_ms', 'bigint', (c) => c.notNull())
-    // The listing right after the change, as a ListingState (listings/listing-state.ts) in JSON.
+    // The listing right after the change, as a ListingState in JSON.
     .addColumn('snapshot', 'text', (c) => c.notNull())
     // The feed is a range of this index, as pages are of listings_provider_seq.
     .addUniqueConstraint('events_provider_seq', ['provider_id', 'seq'])
     .execute()
-  // Retention removes the oldest events (events/retention.ts).
+  // Retention removes the oldest events.
   await db.schema.createIndex('events_created_at').on('events').column('created_at_ms').execute()
 }

@@ -4,17 +4,16 @@ import { cellOf } from '../discovery/cells.js'
 import { unitVector } from '../discovery/sphere.js'
 
 /**
- * Discovery's spatial index becomes a cell index in plain B-trees, the same on both databases (discovery/cells.ts
- * says how cells are numbered, discovery/spatial-index.ts how they are read). The R*Tree (SQLite) and the cube
- * GiST index (PostgreSQL) of 2026-11-24-discovery are dropped: a query paid ~1 µs per R*Tree entry in its box
- * plus a join by text id per candidate, and the GiST scan grew with the table (issue 15, bench/README.md).
+ * Discovery's spatial index becomes a cell index in plain B-trees, the same on both databases. The R*Tree (SQLite)
+ * and the cube GiST index (PostgreSQL) of 2026-11-24-discovery are dropped: a query paid per R*Tree entry in its
+ * box plus a join by text id per candidate, and the GiST scan grew with the table.
  *
  * - `cell`: the listing's finest cell, written by the create (listings never move). Filled here for every row.
  *   cellOf is imported, not copied: these must be the very cells the writers compute, and a change to the
  *   numbering would need a migration that computes them again anyway.
  * - listings_near (cell, …): nearest-first reads ranges of cells.
  * - listings_ending (region, expiry, …): ending-soonest reads windows of expiry in the regions a circle meets;
- *   a region is `cell / 16777216` (cells.ts's REGION_DIVISOR), an index on that expression.
+ *   a region is `cell / REGION_DIVISOR`, an index on that expression.
  *
  * Both are partial on "can be active" (not withdrawn, not sold out): a withdrawal or a sell-out leaves them in
  * the statement that records it, with nothing else to keep in step. Both hold what a candidate query reads
@@ -23,7 +22,6 @@ import { unitVector } from '../discovery/sphere.js'
  */
 const REGION_DIVISOR = 16_777_216
 
-/** Rows filled per statement. */
 const BATCH = 5_000
 
 export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {

@@ -1,21 +1,20 @@
 import { sql, type Kysely } from 'kysely'
 import type { DialectName } from '../db/connection.js'
 
-// Frozen, like every migration: its SQL and constants are written out here, not imported, so that a later change
-// elsewhere cannot change what it did. Its spatial index (a 4-D point: the unit sphere and the listing's expiry,
-// scaled) was replaced by the cell index of 2026-11-24-discovery-cells, which drops it.
+// Its SQL and constants are written out here, not imported, so that a later change cannot change what it did.
+// 2026-11-24-discovery-cells drops its spatial index.
 
 /** The expiry coordinate: seconds since 2026-01-01, scaled so that an hour spans what 10 km does on the unit sphere. */
 const EXPIRY_EPOCH_UNIX = 1_767_225_600
 const EXPIRY_SCALE = 10_000 / 6_371_008.8 / 3600
 
 /**
- * Discovery (docs/api.md#discovery).
+ * Discovery.
  *
  * marketplaces and marketplace_tokens: the second kind of client, with tokens of its own (same shape and
  * hashing as providers' tokens; `token revoke` revokes either kind).
  *
- * The spatial index of listings by their 4-D point (discovery/sphere.ts: unit sphere x, y, z and scaled expiry).
+ * The spatial index of listings by their 4-D point (unit sphere x, y, z and scaled expiry).
  * SQLite: the R*Tree listing_geo, filled here from the listings that can still be discovered (not withdrawn, not
  * expired), then by every create. PostgreSQL: the `cube` extension and a partial GiST expression index; creating
  * an extension needs a role allowed to (a superuser, or the database owner for trusted extensions; `cube` is
@@ -51,7 +50,7 @@ export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
   } else {
     await sql`create extension if not exists cube`.execute(db)
     // Magnitudes below 1e-200 degrees are read as 0: PostgreSQL raises on a float8 product that underflows to 0,
-    // and an index expression that raises fails the insert (discovery/spatial-index.ts says more).
+    // and an index expression that raises fails the insert.
     const lat = '(case when abs(latitude) < 1e-200 then 0 else latitude end)'
     const lon = '(case when abs(longitude) < 1e-200 then 0 else longitude end)'
     await sql

@@ -1,21 +1,18 @@
 import type { Kysely } from 'kysely'
 
-// Frozen, like every migration.
-
 /**
- * Webhooks (docs/api.md#webhooks).
+ * Webhooks.
  *
- * webhook_endpoints: a provider's receivers. event_mask says which event types each wants (webhooks/event-mask.ts:
- * one bit per type), so the outbox can pick an event's endpoints with one indexed statement inside the change's
- * own transaction. The signing secret is kept as issued (HMAC needs it); after a rotation the previous one signs
- * too until previous_secret_until_ms. failing_since_ms is the first failed attempt of the current unbroken run of
- * failures: five days of nothing else disables the endpoint.
+ * webhook_endpoints: a provider's receivers. event_mask has one bit per event type each wants, so the outbox can
+ * pick an event's endpoints with one indexed statement inside the change's own transaction. The signing secret is
+ * kept as issued (HMAC needs it); after a rotation the previous one signs too until previous_secret_until_ms.
+ * failing_since_ms starts the current unbroken run of failures: a long enough run disables the endpoint.
  *
  * webhook_deliveries: the deliveries still owed, one row per event and endpoint, written in the event's
- * transaction (events/record.ts and the PostgreSQL create statement), so an event is never without them. A worker
- * on any instance claims a due row by setting lease_until_ms (webhooks/delivery-scripts.ts); the row is due again
- * for another instance only once the lease has passed, which is how an attempt cut off by a crash is made again.
- * A delivery that succeeded or failed for good is removed: the table holds only what is pending, and stays small.
+ * transaction, so an event is never without them. A worker on any instance claims a due row by setting
+ * lease_until_ms; the row is due again for another instance only once the lease has passed, which is how an
+ * attempt cut off by a crash is made again. A delivery that succeeded or failed for good is removed, so the table
+ * stays small.
  *
  * webhook_attempts: the delivery log, one row per attempt made.
  */

@@ -1,10 +1,8 @@
 import type { Kysely } from 'kysely'
 
-// Frozen, like every migration.
-
 /**
- * The provider console's sessions and one-time sign-in links (src/console). Both are kept in the database, not
- * in a process's memory, so every instance sees a sign-out or a spent link at once.
+ * The provider console's sessions and one-time sign-in links. Both are kept in the database, not in a process's
+ * memory, so every instance sees a sign-out or a spent link at once.
  *
  * console_sessions: one row per signed-in browser, found by the SHA-256 of the cookie's value (the value itself
  * is never stored). token_id is the token the session was opened with (a revoked token ends it); null for a

@@ -1,7 +1,5 @@
 import type { Kysely } from 'kysely'
 
-// Frozen, like every migration.
-
 /**
  * A listing's items are stored once: `listings.items_record`, every column of every item, read and written with
  * the listing's row. The two other copies go: `items_json` (the page's view of the items, now made from

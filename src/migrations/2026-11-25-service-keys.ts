@@ -1,12 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import type { Kysely } from 'kysely'
 
-// Frozen, like every migration.
-
 /**
- * Keys the service signs with, shared by every instance on this database: the first is the one that signs
- * discovery cursors (discovery/cursor.ts). Made here, once, under the migration lock, so instances starting
- * together agree on it without a race.
+ * Keys the service signs with, shared by every instance on this database; the first signs discovery cursors.
+ * Made here, once, under the migration lock, so instances starting together agree on it without a race.
  */
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema

@@ -1,10 +1,10 @@
 import { sql, type Kysely } from 'kysely'
 import type { DialectName } from '../db/connection.js'
 
-// Frozen, like every migration: every definition is written out here as it stands after it.
+// Every definition is written out here as it stands after this migration.
 
 /**
- * Keys ready to shard by provider (docs/sharding.md, design record 12). A tenant-sharded PostgreSQL (Citus)
+ * Keys ready to shard by provider. A tenant-sharded PostgreSQL (Citus)
  * places each row by its provider_id and can enforce a key only when the key holds that column; a foreign key,
  * only between rows it places together. So every key of provider data leads with provider_id:
  *
@@ -24,7 +24,7 @@ import type { DialectName } from '../db/connection.js'
  *
  * SQLite cannot change a table's primary key: each such table is rebuilt (made anew, filled, swapped) with every
  * index it had. PostgreSQL swaps the constraints in place. Either way a large table is rewritten or re-indexed
- * under the migration's lock: docs/sharding.md says how to build the new indexes beforehand.
+ * under the migration's lock.
  */
 export async function up(db: Kysely<any>, dialect: DialectName): Promise<void> {
   if (dialect === 'sqlite') await sqliteUp(db)

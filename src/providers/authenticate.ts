@@ -6,9 +6,8 @@ import type { Principal, Provider, ProviderRepository } from './repository.js'
 import { hashToken, isWellFormedToken } from './tokens.js'
 
 /**
- * How long a token, once found valid, is believed without asking the database again. docs/api.md#authentication lets a
- * revoked token work for up to 5 s on every instance; 2 s leaves margin. Each instance keeps its own cache
- * and no entry outlives this, so revocation reaches every instance in time without any message between them.
+ * How long a valid token is believed without asking the database. The API lets a revoked token work for up to 5 s; no
+ * instance's entry outlives this, so revocation reaches every instance in time without any message between them.
  */
 export const TOKEN_CACHE_TTL_MS = 2000
 const TOKEN_CACHE_ENTRIES = 10_000
@@ -23,7 +22,7 @@ declare module 'fastify' {
     provider: Provider | null
   }
   interface FastifyContextConfig {
-    /** Which kind of client a route under /api/v1 serves (docs/api.md#discovery); provider unless it says otherwise. */
+    /** Which kind of client a route under /api/v1 serves; provider unless it says otherwise. */
     principal?: PrincipalKind
   }
 }
@@ -34,16 +33,10 @@ function unauthorized(detail: string, invalidToken: boolean): Problem {
   return new Problem('unauthorized', detail, { headers: { 'www-authenticate': challenge } })
 }
 
-/**
- * The longest Authorization value read. A token is 47 characters, so nothing longer than "Bearer " and a token
- * with some spaces around it can be valid: a longer value is malformed without being looked at.
- */
+/** A token is 47 characters, so a longer Authorization value is malformed without being looked at. */
 export const MAX_AUTHORIZATION_LENGTH = 128
 
-/**
- * The token of `Bearer <token>` (scheme case-insensitive, RFC 6750 §2.1; spaces around the token tolerated), or
- * undefined. By hand, one pass: what the token may contain is isWellFormedToken's to say.
- */
+/** Scheme case-insensitive (RFC 6750 §2.1), spaces around the token tolerated; its content is isWellFormedToken's to judge. */
 function bearerToken(header: string): string | undefined {
   if (header.length > MAX_AUTHORIZATION_LENGTH || header.slice(0, 7).toLowerCase() !== 'bearer ') return undefined
   const token = header.slice(7).trim()
@@ -53,14 +46,12 @@ function bearerToken(header: string): string | undefined {
 const forbidden = (wanted: PrincipalKind, got: PrincipalKind) => new Problem('forbidden', `this route is for ${wanted}s; the token is a ${got}’s`)
 
 /**
- * onRequest hook: runs before the body is read, so an unauthenticated request costs no parsing, validation
- * or image fetching (docs/api.md#authentication: authentication happens before any other work). A valid token of the other
- * kind than the route serves (its config.principal) is 403 (docs/api.md#discovery), also before any other work. A path no route
+ * onRequest, before the body is read, so an unauthenticated request costs no parsing, validation or image fetching.
+ * A token of the other kind than the route's config.principal is 403, also before any other work; a path no route
  * serves stays 404 for either kind.
  */
 export function authenticate(providers: ProviderRepository, clock: Clock): onRequestAsyncHookHandler {
-  // Valid tokens only, keyed by hash: a token issued a moment ago works at once, and unknown tokens cannot
-  // fill the cache. A busy client's requests then cost no database round trip for authentication.
+  // Valid tokens only, keyed by hash: a token issued a moment ago works at once, and unknown tokens cannot fill the cache.
   const valid = new TtlCache<Principal>(TOKEN_CACHE_ENTRIES, TOKEN_CACHE_TTL_MS)
   async function principalOfBearer(request: FastifyRequest): Promise<Principal> {
     const header = request.headers.authorization
@@ -81,7 +72,7 @@ export function authenticate(providers: ProviderRepository, clock: Clock): onReq
     return principal
   }
   return async (request) => {
-    // The console's session cookie (src/console/plugin.ts) may have authenticated the request already.
+    // The console's session cookie may have authenticated the request already.
     const principal = request.principal ?? (await principalOfBearer(request))
     request.principal = principal
     request.provider = principal.kind === 'provider' ? principal.provider : null

@@ -2,7 +2,7 @@ import type { Database } from '../db/connection.js'
 import { prefixedId } from '../ids.js'
 import { generateToken } from './tokens.js'
 
-/** A marketplace: the second kind of client (docs/api.md#discovery), which reads every provider's listings by place. */
+/** The second kind of client, which reads every provider's listings by place. */
 export interface Marketplace {
   id: string
   name: string

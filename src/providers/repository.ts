@@ -11,7 +11,7 @@ export interface Provider {
   industry: string
 }
 
-/** Who a valid token belongs to: a provider (listing routes) or a marketplace (discovery), docs/api.md#discovery. */
+/** Who a valid token belongs to: a provider (listing routes) or a marketplace (discovery). */
 export type Principal = { kind: 'provider'; provider: Provider } | { kind: 'marketplace'; marketplace: Marketplace }
 
 export interface ProviderSummary extends Provider {
@@ -92,10 +92,7 @@ export class ProviderRepository {
     return insertToken(this.database.writer, providerId, nowMs)
   }
 
-  /**
-   * Revokes a provider's or a marketplace's token (`token revoke` takes either). Returns false when no such token
-   * exists. Revoking twice is not an error: the token stays revoked.
-   */
+  /** Revokes a provider's or a marketplace's token; false when none has this id. Revoking twice is not an error. */
   async revokeToken(tokenId: string, nowMs: number): Promise<boolean> {
     for (const table of ['tokens', 'marketplace_tokens'] as const) {
       const result = await this.database.writer
@@ -108,10 +105,7 @@ export class ProviderRepository {
     return false
   }
 
-  /**
-   * The provider or marketplace holding the token with this hash, unless the token is unknown or revoked: one
-   * statement, two unique-index lookups, whichever kind the token is.
-   */
+  /** One statement, two unique-index lookups, whichever kind the token is. */
   async findPrincipalByTokenHash(tokenHash: string): Promise<Principal | undefined> {
     const { rows } = await sql<{ kind: 'provider' | 'marketplace'; id: string; name: string; industry: string | null }>`
       select 'provider' as kind, p.id, p.name, p.industry

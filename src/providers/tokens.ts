@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 
-/** The prefix lets secret scanners recognise a leaked token (docs/api.md#authentication). */
+/** The prefix lets secret scanners recognise a leaked token. */
 const PREFIX = 'lst_'
 const SHAPE = /^lst_[A-Za-z0-9_-]{43}$/
 

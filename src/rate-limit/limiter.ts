@@ -22,7 +22,6 @@ export interface RateLimitStore {
   close(): Promise<void>
 }
 
-/** docs/api.md#rate-limits: one fixed window of a minute per provider. */
 const WINDOW_MS = 60_000
 
 // The one policy, named in both headers so a client can match them (draft-ietf-httpapi-ratelimit-headers).
@@ -62,15 +61,12 @@ export interface RateLimiter {
   close: () => Promise<void>
 }
 
-/**
- * The key of a request without a token: the socket's address, never X-Forwarded-For, which any client can write.
- */
+/** The key of a request without a token: the socket's address, never X-Forwarded-For, which any client can write. */
 export const addressKey = (request: FastifyRequest) => `ip:${request.ip}`
 
 /**
- * Fixed-window limiting per client, or none when the limit is 0. Over the limit is 429 with Retry-After; every
- * request counted carries RateLimit-Policy and RateLimit. It fails open: an unavailable counter must not make the
- * API unavailable, so when the store does not answer, requests are served without limit and without those headers.
+ * Fixed-window limiting per client, or none when the limit is 0. It fails open: an unavailable counter must not make
+ * the API unavailable, so requests the store does not count are served without limit and without RateLimit headers.
  */
 export function limiterFromSettings(settings: RateLimitSettings): RateLimiter | undefined {
   const { limit, clock } = settings

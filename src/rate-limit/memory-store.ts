@@ -1,8 +1,8 @@
 import type { RateLimitStore, WindowCount } from './limiter.js'
 
 /**
- * Counts in this process only. Memory stays bounded by the keys of about the last two windows: once per window
- * a sweep drops the expired ones. Time is the caller's (the app's clock), so tests move it instead of sleeping.
+ * Counts in this process only. A sweep once per window drops expired keys, so memory holds about two windows' keys.
+ * Time is the caller's, so tests move it instead of sleeping.
  */
 export class MemoryStore implements RateLimitStore {
   readonly #windows = new Map<string, WindowCount>()

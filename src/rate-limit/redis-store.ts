@@ -22,8 +22,7 @@ interface RateLimitRedis extends Redis {
 
 /**
  * Counts shared by every instance. Windows run on Redis's clock (key expiry), so instances with skewed clocks
- * share one window. It fails fast, never waits for Redis: no offline queue, a short command timeout, reconnects
- * in the background.
+ * share one window. It fails fast rather than wait for Redis.
  */
 export class RedisStore implements RateLimitStore {
   readonly #redis: RateLimitRedis

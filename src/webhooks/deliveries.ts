@@ -4,25 +4,19 @@ import { onPostgres } from '../db/dialect.js'
 import type { Tables } from '../db/tables.js'
 import type { EventRow } from '../events/feed.js'
 
-/*
- * The delivery worker's writes (worker.ts): claiming due deliveries and recording what their attempts came to.
- */
-
 export interface ClaimArgs {
   nowMs: number
-  /** At most this many deliveries. */
   limit: number
-  /** Claimed until then: another instance may take a delivery again only after (an attempt cut off by a crash). */
+  /** Another instance may take a delivery again only after this (an attempt cut off by a crash). */
   leaseUntilMs: number
-  /** At most this many attempts in flight per endpoint in this process (one while it is failing), counting… */
+  /** Attempts in flight per endpoint in this process at most, `running` included; one while it is failing. */
   perEndpoint: number
-  /** …those already running, by endpoint id. */
+  /** Attempts in flight, by endpoint id. */
   running: Record<string, number>
-  /** Endpoints not to take deliveries of this time (failed a moment ago in this process). */
+  /** Endpoints that failed a moment ago in this process. */
   resting: string[]
 }
 
-/** Where a delivery goes and how it is signed: the endpoint's URL and secrets, and its provider's industry. */
 interface DeliveryTarget {
   provider_id: string
   endpoint_id: string
@@ -33,12 +27,11 @@ interface DeliveryTarget {
   industry: string
 }
 
-/** A claimed delivery with what its attempt needs: its target and its event. */
 export interface ClaimedDelivery extends EventRow, DeliveryTarget {
   delivery_id: string
   /** Attempts made before this one. */
   attempts: number
-  /** When it was due: a claim's deliveries come in this order. */
+  /** A claim's deliveries come in this order. */
   next_attempt_at_ms: number
 }
 
@@ -48,22 +41,16 @@ export interface Claim {
   more: boolean
 }
 
-/** An endpoint with deliveries due: where they go, and whether it is failing. */
 interface DueEndpoint {
   target: DeliveryTarget
   failing_since_ms: number | null
 }
 
 /**
- * Takes due deliveries of enabled endpoints by setting their lease. Endpoints already at their share of attempts
- * in this process, or resting, are passed over in SQL, so one slow receiver with a long queue cannot fill the
- * claim and starve the others. An endpoint that is failing (its last attempt failed) gets one attempt at a time:
- * a receiver that is down is probed, not flooded, and its queue costs the database little.
- *
- * The endpoints with something due are found by a read across providers that locks nothing, the one waiting
- * longest first; then each endpoint's oldest free deliveries are leased by one statement on its provider's rows
- * alone (leaseDue), which on PostgreSQL skips rows another instance is leasing at that moment. The lease keeps a
- * delivery out of every other claim until its attempt is recorded or the lease has run out.
+ * Leases due deliveries of enabled endpoints. Endpoints at their share in this process, or resting, are passed over
+ * in SQL, so one slow receiver with a long queue cannot starve the others; a failing endpoint gets one attempt at a
+ * time, so a receiver that is down is probed, not flooded. Endpoints are found by a read that locks nothing, then
+ * each is leased on its provider's rows alone.
  */
 export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Claim> {
   const deliveries: ClaimedDelivery[] = []
@@ -103,9 +90,8 @@ export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Prom
 }
 
 /**
- * The enabled endpoints with a delivery due, but those at their share or resting, the one due longest first: one
- * index probe each (webhook_deliveries_endpoint). Asking the deliveries first, in due order, had to step over
- * every delivery owed to an endpoint passed over.
+ * The one due longest first, one index probe each (webhook_deliveries_endpoint): reading deliveries in due order
+ * instead would step over every delivery owed to an endpoint passed over.
  */
 async function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEndpoint[]> {
   const passedOver = [
@@ -152,10 +138,8 @@ async function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEnd
 }
 
 /**
- * Leases up to `room` of an endpoint's due deliveries that no one holds, oldest due first, in one statement: read in
- * the order of webhook_deliveries_endpoint, whatever the planner knows of the table (a claim that named its
- * deliveries by id instead was planned as a scan of every delivery owed while the table had no statistics). On
- * PostgreSQL rows another claim has just taken are skipped rather than waited for.
+ * One statement, so it follows webhook_deliveries_endpoint whatever the planner knows of the table (naming the
+ * deliveries by id is planned as a full scan without statistics). On PostgreSQL rows another claim holds are skipped.
  */
 function leaseDue(db: Kysely<Tables>, endpoint: DeliveryTarget, room: number, args: ClaimArgs) {
   return db
@@ -178,7 +162,6 @@ function leaseDue(db: Kysely<Tables>, endpoint: DeliveryTarget, room: number, ar
     .execute()
 }
 
-/** What one attempt came to, and what follows for its delivery (decided by the worker from the schedule). */
 export interface AttemptRecord {
   deliveryId: string
   providerId: string
@@ -201,36 +184,25 @@ export interface AttemptRecord {
 export interface RecordArgs {
   nowMs: number
   records: AttemptRecord[]
-  /** An endpoint whose attempts have all failed for this long is disabled (docs/api.md#webhooks: 5 days). */
+  /** An endpoint whose attempts have all failed for this long is disabled. */
   disableAfterMs: number
 }
 
-/**
- * When a delivery is tried again after attempt number `attempt` (from 1): after a failure, the schedule's delay for
- * that attempt (WEBHOOK_RETRY_SCHEDULE) plus up to a tenth more, drawn from `random` in [0, 1) so that receivers
- * coming back are not met by every retry at once; never after a success, nor after the schedule's last delay.
- */
+/** The delay gets up to a tenth more (`random` in [0, 1)), so receivers coming back are not met by every retry at once. */
 export function nextAttemptAt(attempt: number, succeeded: boolean, nowMs: number, retryDelaysMs: readonly number[], random: number): number | null {
   const delay = retryDelaysMs[attempt - 1]
   if (succeeded || delay === undefined) return null
   return nowMs + Math.round(delay * (1 + 0.1 * random))
 }
 
-/**
- * Why an endpoint is disabled after this attempt, or null: a 410 Gone disables at once; otherwise every attempt
- * since `failingSinceMs` has failed, for `disableAfterMs` or longer.
- */
+/** Why the endpoint is disabled after this attempt, or null. */
 export function disableReason(gone: boolean, failingSinceMs: number, nowMs: number, disableAfterMs: number): string | null {
   if (gone) return 'the endpoint answered 410 Gone'
   if (nowMs - failingSinceMs >= disableAfterMs) return `every attempt since ${new Date(failingSinceMs).toISOString()} has failed`
   return null
 }
 
-/**
- * Records attempts: the log, the deliveries (removed when done, rescheduled otherwise, the lease released) and
- * their endpoints (the run of failures; disabled on 410 or after five days of failures). Provider by provider,
- * one transaction each (recordProviderAttempts). Returns the endpoints this disabled.
- */
+/** Records attempts in the log, their deliveries and their endpoints, a transaction per provider; returns the endpoints it disabled. */
 export async function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfterMs }: RecordArgs): Promise<string[]> {
   const disabled: string[] = []
   const rows = records.map((record) => ({ provider_id: record.providerId, record }))
@@ -248,10 +220,7 @@ export async function recordAttempts(db: Kysely<Tables>, { nowMs, records, disab
   return disabled
 }
 
-/**
- * One provider's attempts, in one transaction. An attempt whose delivery is no longer owed — its endpoint was
- * deleted, or another instance recorded it after our lease ran out — leaves no trace.
- */
+/** An attempt whose delivery is no longer owed (endpoint deleted, or recorded by another instance after our lease ran out) leaves no trace. */
 function recordProviderAttempts(
   db: Kysely<Tables>,
   providerId: string,
@@ -260,8 +229,7 @@ function recordProviderAttempts(
   disableAfterMs: number,
 ): Promise<string[]> {
   return db.transaction().execute(async (tx) => {
-    // What is still owed is what these find: a delivery done is removed, one to try again is rescheduled and
-    // released. RETURNING tells which were still there.
+    // RETURNING tells which deliveries were still owed.
     const done = records.filter((record) => record.retryAtMs === null).map((record) => record.deliveryId)
     const retries = records.filter((record) => record.retryAtMs !== null)
     const owed = new Set<string>()

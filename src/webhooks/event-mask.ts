@@ -1,12 +1,10 @@
 import { EventTypes, type EventType } from '../events/types.js'
 
 /*
- * Which event types an endpoint receives, as one bit per type (webhook_endpoints.event_mask): the statement that
- * fans an event out to its endpoints tests `event_mask & <the type's bit>` in SQL, on both databases, with no
- * JSON to parse per endpoint. Loaded by the SQLite writer thread: no Kysely.
+ * A bit per event type, so the fan-out tests `event_mask & <bit>` in SQL on both databases, with no JSON to parse
+ * per endpoint. Loaded by the SQLite writer thread: no Kysely.
  */
 
-/** The bit of an event type: its place in EventTypes. */
 export const eventBit = (type: EventType): number => 1 << EventTypes.indexOf(type)
 
 export const maskOf = (types: readonly EventType[]): number => types.reduce((mask, type) => mask | eventBit(type), 0)

@@ -23,7 +23,6 @@ const ENDPOINT_COLUMNS = [
   'failing_since_ms',
 ] as const satisfies ReadonlyArray<keyof EndpointRow>
 
-/** docs/api.md#webhooks: a provider has at most this many endpoints. */
 export const MAX_ENDPOINTS_PER_PROVIDER = 10
 
 export interface NewEndpoint {
@@ -60,7 +59,6 @@ type LogRow = Omit<WebhookAttemptsTable, 'provider_id' | 'endpoint_id' | 'outcom
   duration_ms: number | null
 }
 
-/** A provider's webhook endpoints, their changes, and their delivery log. */
 export class WebhookRepository {
   readonly #db: Kysely<Tables>
   readonly #list: PreparedQuery<{ providerId: string }, EndpointRow>
@@ -76,8 +74,7 @@ export class WebhookRepository {
     this.#one = new PreparedQuery(database.kysely, (db, param) =>
       db.selectFrom('webhook_endpoints').select(columns).where('id', '=', param('id')).where('provider_id', '=', param('providerId')),
     )
-    // One statement, so one snapshot: an attempt recorded and its retry scheduled commit together, and the log
-    // shows both or neither.
+    // One statement, one snapshot: an attempt and its rescheduled delivery commit together, so the log shows both or neither.
     this.#log = new PreparedQuery(database.kysely, (db, param) => {
       const pending = db
         .selectFrom('webhook_deliveries')
@@ -120,7 +117,7 @@ export class WebhookRepository {
   /** A new endpoint, or 'limit' when the provider already has MAX_ENDPOINTS_PER_PROVIDER. */
   create(args: NewEndpoint): Promise<EndpointRow | 'limit'> {
     return this.#db.transaction().execute(async (tx) => {
-      // The provider's row, locked: two creates at once cannot both see nine endpoints and make eleven.
+      // The provider's row, locked: two creates at once cannot both pass the limit.
       await tx
         .selectFrom('providers')
         .select('id')
@@ -169,7 +166,7 @@ export class WebhookRepository {
     })
   }
 
-  /** A new secret; the one it replaces keeps signing until `previousUntilMs` (docs/api.md#webhooks: 24 h). */
+  /** The secret it replaces keeps signing until `previousUntilMs`. */
   rotateSecret({ providerId, endpointId, secret, previousUntilMs }: Owned & { secret: string; previousUntilMs: number }): Promise<EndpointRow | undefined> {
     // Every right-hand side reads the row as it was: the previous secret is the one being replaced.
     return this.#db
@@ -192,7 +189,7 @@ export class WebhookRepository {
       .executeTakeFirst()
   }
 
-  /** The endpoint's log, newest first: attempts made, and the next attempt of each delivery still owed. */
+  /** Newest first. */
   async deliveries({ providerId, endpointId }: Owned, limit: number): Promise<DeliveryAttempt[]> {
     const rows = await this.#log.execute({ providerId, endpointId, limit })
     const entries: Array<DeliveryAttempt & { atMs: number }> = rows.map((row) => ({

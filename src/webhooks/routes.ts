@@ -28,14 +28,14 @@ import { generateSecret } from './signature.js'
 export interface WebhookRoutesOptions {
   webhooks: WebhookRepository
   clock: Clock
-  /** The address policy of attempts (WEBHOOK_ALLOW_PRIVATE_NETWORKS): an address literal it refuses is refused at once. */
+  /** The attempts' address policy: a URL whose host is an address literal it refuses is refused at create. */
   policy: AddressPolicy
 }
 
-/** docs/api.md#webhooks: after a rotation the previous secret signs too, for this long. */
+/** After a rotation the previous secret signs too, for this long. */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000
 
-/** The shape of every endpoint id (ids.ts prefixedId): anything else names no endpoint and is not looked up. */
+/** The shape of prefixedId('wh'): anything else names no endpoint and is not looked up. */
 const ENDPOINT_ID = /^wh_[0-9A-HJKMNP-TV-Z]{26}$/
 
 const notFound = () =>
@@ -47,9 +47,7 @@ const endpointResponse = (description: string) => jsonResponse(description, Webh
 
 const PROBLEMS: ProblemType[] = ['invalid-request', 'not-found', 'internal', 'unavailable']
 
-/** docs/api.md#webhooks: a provider's webhook endpoints and their delivery log. */
 export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { webhooks, clock, policy }) => {
-  /** The endpoint the path names, of the caller's; 404 otherwise. */
   const ownEndpoint = async (providerId: string, webhookId: string): Promise<EndpointRow> => {
     const row = ENDPOINT_ID.test(webhookId) ? await webhooks.find(providerId, webhookId) : undefined
     if (!row) throw notFound()

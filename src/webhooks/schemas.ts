@@ -4,8 +4,6 @@ import { named, ref } from '../http/components.js'
 import { EventTypes } from '../events/types.js'
 import { Timestamp } from '../listings/schemas.js'
 
-/** The webhook API's shapes (docs/api.md#webhooks): validation, types and the OpenAPI document from one source. */
-
 const closed = { additionalProperties: false } as const
 
 const exampleTime = '2026-11-22T10:00:00.123Z'

@@ -2,29 +2,26 @@ import { Agent, request, type Dispatcher } from 'undici'
 import type { AddressPolicy } from '../images/address-policy.js'
 import { describeConnectionError, guardedConnector, refusedHostDetail, systemResolver, type Resolver } from '../images/guarded-connector.js'
 
-/** What one POST to a receiver came to. */
 export interface SendResult {
   /** A 2xx within the timeout. */
   succeeded: boolean
-  /** The receiver's status, when it answered. */
   responseStatus: number | null
-  /** Why it did not succeed, in words for the provider's delivery log; null on success. */
+  /** Words for the provider's delivery log; null on success. */
   error: string | null
   /** For the service's own log: what the provider is not told (which way a host was refused). */
   logDetail?: string
   durationMs: number
-  /** Cut off by the worker's drain: its outcome is unknown and it is not recorded (the lease runs out, it is made again). */
+  /** Cut off by the drain: the outcome is unknown, so it is not recorded and is made again once the lease runs out. */
   cancelled: boolean
 }
 
-/** Of a receiver's answer we read this much at most, only so the connection can be reused; nothing keeps it. */
+/** Read from an answer only so the connection can be reused; nothing keeps it. */
 const RESPONSE_BYTES_READ = 4096
 
 /**
- * POSTs webhook deliveries. Every connection goes through the images' guarded connector: the address policy
- * (docs/api.md#images) is applied on every attempt to the address actually connected to, so a host name that resolves
- * somewhere forbidden — now or after a DNS change — is never contacted. Redirects are not followed (undici's
- * request follows none). The whole attempt, connecting included, is bounded by `timeoutMs`.
+ * The guarded connector applies the address policy to the address actually connected to, on every attempt, so a
+ * host name that resolves somewhere forbidden, now or after a DNS change, is never contacted. undici's request
+ * follows no redirects. `timeoutMs` bounds the whole attempt, connecting included.
  */
 export class WebhookSender {
   readonly #agent: Agent
@@ -54,7 +51,7 @@ export class WebhookSender {
       return { succeeded: false, responseStatus: null, error: why, logDetail: refusedHostDetail(error), durationMs, cancelled: false }
     }
     const durationMs = elapsed()
-    // The listener keeps an abort's error from crashing the process; the body is dropped after a few bytes.
+    // The listener keeps an abort's error from crashing the process.
     response.body.on('error', () => {})
     response.body.dump({ limit: RESPONSE_BYTES_READ }).catch(() => {})
     const status = response.statusCode

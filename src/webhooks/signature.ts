@@ -1,11 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto'
 
-/*
- * Standard Webhooks signing (docs/api.md#webhooks): `webhook-signature` is `v1,<base64 HMAC-SHA256>` of
- * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the bytes the secret's base64 part decodes to; one entry
- * per signing secret, space-separated. test/webhook-delivery.test.ts verifies it with the `standardwebhooks`
- * package, the specification's reference library.
- */
+/* Standard Webhooks signing: the HMAC key is the bytes the secret's base64 part decodes to. */
 
 const PREFIX = 'whsec_'
 

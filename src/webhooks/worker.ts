@@ -27,60 +27,45 @@ export interface DeliveryWorkerOptions {
   pollMs?: number
   /** [0, 1): the jitter of retries (tests pin it). */
   random?: () => number
-  /** Metrics of attempts (server.ts passes the process's). */
   observer?: AttemptObserver
-  /** Whether the API is busy (http/request-pressure.ts): deliveries then slow down to BUSY_CLAIM a poll. */
+  /** Whether the API is busy: deliveries then slow down to BUSY_CLAIM a poll. */
   busy?: () => boolean
-  /** Told how many deliveries each claim took: what a test waits on to see that nothing more is due. */
+  /** How many deliveries each claim took: tests wait on it to see that nothing more is due. */
   onClaim?: (taken: number) => void
 }
 
 const NO_OBSERVER: AttemptObserver = { attempted: () => {}, firstAttemptLag: () => {} }
 
-/** docs/api.md#webhooks: an endpoint with only failures for 5 days is disabled. */
+/** An endpoint with nothing but failures for this long is disabled. */
 export const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000
 
 /**
- * A claim holds a delivery for WEBHOOK_TIMEOUT_MS and this much more: room for recording the outcome. Cut off by
- * a crash, the attempt is made again once this runs out, and the poll finds it: within the contract's
- * WEBHOOK_TIMEOUT_MS + 30 s.
+ * A claim holds a delivery this much past WEBHOOK_TIMEOUT_MS, room to record the outcome. An attempt cut off by a
+ * crash is made again once the lease runs out: within the contract's WEBHOOK_TIMEOUT_MS + 30 s.
  */
 const LEASE_MARGIN_MS = 15_000
 
-/** Deliveries one claim takes at most. */
 const CLAIM_BATCH = 100
 
-/** How long stop() lets attempts in flight finish before cutting them off (within the drain's 10 s). */
+/** How long stop() lets attempts in flight finish before cutting them off, within the drain's grace. */
 const DRAIN_GRACE_MS = 6000
 
 /**
- * After a failed attempt, this process leaves the endpoint alone this long (real time): a receiver that refuses
- * at once is then tried at most a few times a second, not as fast as the database can record failures. Short
- * enough to keep a retry within the contract's 10 % of its delay.
+ * After a failure this process leaves the endpoint alone this long, so a receiver that refuses at once is not
+ * retried as fast as failures can be recorded; short enough to keep a retry within its jitter.
  */
 const REST_AFTER_FAILURE_MS = 200
 
-/**
- * While more is due than was claimed, attempts that end within this long of each other free their slots for
- * one claim, not one claim each (each claim is a write transaction).
- */
+/** While backlogged, attempts ending within this long of each other share one claim (a write transaction). */
 const CLAIM_COALESCE_MS = 10
 
 /**
- * While the API is busy, a claim takes at most this many deliveries and only the poll claims (every pollMs),
- * far below full speed. Requests come first: delivering at full speed beside saturating creates took a large
- * share of their throughput (docs/benchmarks.md#webhooks). Deliveries never stop, and catch up at full speed
- * once the load eases.
+ * While the API is busy, a claim takes at most this many deliveries and only the poll claims: requests come first,
+ * as full-speed delivery takes throughput from them. Deliveries never stop, and catch up once the load eases.
  */
 const BUSY_CLAIM = 12
 
-/**
- * Delivers webhook events (docs/api.md#webhooks); every instance runs one. It claims due deliveries (a lease in the
- * database: deliveries.ts), POSTs each signed event through the guarded sender, and records outcomes in
- * batches, rescheduling failures after each delay of the schedule, up to 10 % later. Due times live in the
- * database, not in timers, so nothing is lost across restarts; the worker only polls. No Fastify here but the
- * logger's type; server.ts starts it once listening and stops it with the drain.
- */
+/** Every instance runs one. Due times live in the database, not in timers, so nothing is lost across restarts. */
 export class DeliveryWorker {
   readonly #options: Required<DeliveryWorkerOptions>
   readonly #periodic: Periodic
@@ -90,7 +75,7 @@ export class DeliveryWorker {
   readonly #running = new Map<string, number>()
   /** Endpoints resting after a failure, until then (performance.now()). */
   readonly #resting = new Map<string, number>()
-  /** One per attempt in flight: stop() aborts what is left of them. */
+  /** stop() aborts what is left of these. */
   readonly #cancels = new Set<AbortController>()
   #stopping = false
   /** The last claim left due deliveries behind. */
@@ -130,9 +115,8 @@ export class DeliveryWorker {
   }
 
   /**
-   * Claims nothing more, lets the attempts in flight finish for a while, then cuts the rest off: their outcome
-   * is unknown, so they are not recorded, and their leases let another instance (or this one after a restart)
-   * make them again. Resolves once every outcome known is recorded.
+   * Lets the attempts in flight finish for a while, then cuts the rest off: their outcome is unknown, so they are
+   * not recorded, and their leases let them be made again. Resolves once every known outcome is recorded.
    */
   async stop(graceMs = DRAIN_GRACE_MS): Promise<void> {
     this.#stopping = true
