@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
 import type { Database } from './db/connection.js'
-import { readYourWritesOf } from './db/read-your-writes.js'
+import { ReadYourWrites } from './db/read-your-writes.js'
 import { errorHandler, frameworkErrorHandler, notFoundHandler } from './errors.js'
 import { AccessLog } from './http/access-log.js'
 import { answerClientError } from './http/client-errors.js'
@@ -159,7 +159,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   const providers = new ProviderRepository(database)
   // DATABASE_READ_URL: the provider's reads and discovery's candidates on the standby.
-  const reads = readYourWritesOf(database, metrics.countReplicaRead)
+  const reads = database.replica && new ReadYourWrites(database.kysely, database.replica, metrics.countReplicaRead)
   const listings = new ListingRepository(database, reads)
   const limiter = limiterFromSettings({
     limit: config.RATE_LIMIT_PER_MINUTE,

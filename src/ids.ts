@@ -15,6 +15,9 @@ function randomPart(bytes: number): Uint8Array {
 // Crockford's base32: no I, L, O, U, so ids survive being read aloud or typed by hand.
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 
+/** The shape of every listing id (listingId() below): anything else cannot name a listing, and is not looked up. */
+export const LISTING_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/
+
 function encodeBits(bytes: Uint8Array): string {
   let out = ''
   let buffer = 0

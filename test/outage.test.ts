@@ -402,7 +402,7 @@ if (dialects.includes('sqlite')) {
     })
 
     // Read-only media and a full disk inside SQLite (query_only, max_page_count) are per-connection settings,
-    // and creates are written on the writer thread's own connection: test/sqlite-writer.test.ts sets them there.
+    // and creates are written on the writer thread's own connection: test/listing-creates.test.ts sets them there.
     // A full disk for real, through the whole service, is the next test.
   })
 

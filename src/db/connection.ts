@@ -39,11 +39,7 @@ export interface Database {
   readonly replica?: Kysely<Tables>
   readonly dialect: DialectName
   /** SQLite only: the connection Kysely reads on. */
-  readonly sqlite?: {
-    path: string
-    connection: SQLite.Database
-  }
-  readonly observeQuery?: (operation: QueryOperation, seconds: number) => void
+  readonly sqlite?: { connection: SQLite.Database }
   close(): Promise<void>
 }
 
@@ -243,7 +239,6 @@ function openReplica(url: string, options: OpenOptions, log: KyselyConfig['log']
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const target = parseDatabaseUrl(url)
   const log = queryLog(options.observeQuery)
-  const { observeQuery } = options
   switch (target.dialect) {
     case 'sqlite': {
       if (options.readUrl !== undefined) throw new Error('DATABASE_READ_URL needs a PostgreSQL DATABASE_URL: SQLite has no standby to read from')
@@ -258,8 +253,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
         writer,
         background: writer,
         dialect: 'sqlite',
-        sqlite: { path: target.path, connection: sqlite },
-        observeQuery,
+        sqlite: { connection: sqlite },
         close: async () => {
           if (writer !== kysely) await writer.destroy()
           await kysely.destroy()
@@ -280,7 +274,6 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
         background,
         replica,
         dialect: 'postgres',
-        observeQuery,
         close: async () => {
           await Promise.all([kysely.destroy(), replica?.destroy()])
         },

@@ -48,9 +48,7 @@ export async function migrate(database: Database): Promise<string[]> {
         name text primary key,
         applied_at_ms bigint not null
       )`.execute(conn)
-      const done = await sql<{ name: string }>`select name from schema_migrations`.execute(conn)
-      const applied = new Set(done.rows.map((row) => row.name))
-      const pending = migrations.filter((m) => !applied.has(m.name))
+      const pending = await unapplied(conn)
       for (const migration of pending) {
         await migration.up(conn, database.dialect)
         await sql`insert into schema_migrations (name, applied_at_ms) values (${migration.name}, ${Date.now()})`.execute(conn)
@@ -63,6 +61,13 @@ export async function migrate(database: Database): Promise<string[]> {
       throw error
     }
   })
+}
+
+/** The migrations this code knows that schema_migrations does not list. */
+async function unapplied(db: Kysely<any>): Promise<Migration[]> {
+  const done = await sql<{ name: string }>`select name from schema_migrations`.execute(db)
+  const applied = new Set(done.rows.map((row) => row.name))
+  return migrations.filter((m) => !applied.has(m.name))
 }
 
 /** The connecting role's defaults in the current database. */
@@ -108,8 +113,6 @@ export async function pendingMigrations(database: Database): Promise<string[]> {
     database.dialect === 'postgres'
       ? await sql<{ found: boolean }>`select to_regclass('schema_migrations') is not null as found`.execute(database.kysely)
       : await sql<{ found: number }>`select count(*) as found from sqlite_master where type = 'table' and name = 'schema_migrations'`.execute(database.kysely)
-  if (!exists.rows[0]?.found) return migrations.map((m) => m.name)
-  const done = await sql<{ name: string }>`select name from schema_migrations`.execute(database.kysely)
-  const applied = new Set(done.rows.map((row) => row.name))
-  return migrations.filter((m) => !applied.has(m.name)).map((m) => m.name)
+  const pending = exists.rows[0]?.found ? await unapplied(database.kysely) : migrations
+  return pending.map((m) => m.name)
 }

@@ -15,7 +15,6 @@ interface Buildable<Row> {
  * A query of fixed shape, compiled once; each execution only binds its parameters. Every parameter must come from
  * `param(name)` (checked on first use), so a literal cannot be frozen in by mistake.
  */
-
 export class PreparedQuery<Params extends Record<string, unknown>, Row> {
   #compiled?: { sql: string; query: CompiledQuery['query']; names: Array<keyof Params> }
 
@@ -25,14 +24,10 @@ export class PreparedQuery<Params extends Record<string, unknown>, Row> {
   ) {}
 
   async execute(params: Params): Promise<Row[]> {
-    const { sql, query, parameters } = this.bind(params)
+    const { sql, query, names } = (this.#compiled ??= this.#compile())
+    const parameters = names.map((name) => params[name])
     const result = await this.db.executeQuery<Row>({ sql, query, queryId: createQueryId(), parameters })
     return result.rows
-  }
-
-  bind(params: Params): { sql: string; query: CompiledQuery['query']; parameters: unknown[] } {
-    const { sql, query, names } = (this.#compiled ??= this.#compile())
-    return { sql, query, parameters: names.map((name) => params[name]) }
   }
 
   #compile() {

@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely'
-import type { Database } from './connection.js'
 import { isDatabaseUnavailable } from './dialect.js'
 import { PreparedQuery } from './prepared-query.js'
 import type { Tables } from './tables.js'
@@ -85,8 +84,4 @@ export class ReadYourWrites {
     this.observe(outcome)
     return fromPrimary()
   }
-}
-
-export function readYourWritesOf(database: Database, observe?: (outcome: ReplicaReadOutcome) => void): ReadYourWrites | undefined {
-  return database.replica && new ReadYourWrites(database.kysely, database.replica, observe)
 }

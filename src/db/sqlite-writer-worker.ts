@@ -2,7 +2,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads'
 import type SQLite from 'better-sqlite3'
 import { openSqliteConnection } from './sqlite-connection.js'
-import type { WriterReply, WriterRequest } from './sqlite-writer.js'
+import type { WriterReply, WriterRequest } from './sqlite-writer-thread.js'
 
 if (!parentPort) throw new Error('sqlite-writer-worker runs as a worker thread')
 const port: MessagePort = parentPort

@@ -8,16 +8,7 @@ import {
   type Driver,
   type QueryResult,
 } from 'kysely'
-import { ModuleThread } from './module-worker.js'
-
-export type WriterRequest = { type: 'run'; id: number; sql: string; parameters: readonly unknown[]; begin: boolean } | { type: 'close' }
-export type WriterReply =
-  { id: number; rows: unknown[]; changes?: number; lastInsertRowid?: number } | { id: number; error: { message: string; code?: string } }
-
-interface Pending {
-  resolve(result: QueryResult<unknown>): void
-  reject(error: unknown): void
-}
+import { SqliteWriterThread } from './sqlite-writer-thread.js'
 
 /**
  * A SQLite file's write connection, on a worker thread: better-sqlite3 is synchronous, and on the event loop each
@@ -25,7 +16,7 @@ interface Pending {
  * One connection: transactions take turns, as in Kysely's own SQLite driver.
  */
 class SqliteWriterDriver implements Driver {
-  readonly #thread: ModuleThread<Pending, WriterReply>
+  readonly #thread: SqliteWriterThread
   readonly #connection: DatabaseConnection
   #turn: Promise<void> = Promise.resolve()
   #release?: () => void
@@ -33,26 +24,12 @@ class SqliteWriterDriver implements Driver {
   #beginPending = false
 
   constructor(path: string) {
-    this.#thread = new ModuleThread(import.meta.url, 'sqlite-writer-worker', { path }, 'SQLite writer thread', (reply: WriterReply) => {
-      const pending = this.#thread.take(reply.id)
-      if (!pending) return
-      if ('error' in reply) {
-        // Errors are classified by SQLite's code (isDatabaseUnavailable).
-        pending.reject(Object.assign(new Error(reply.error.message), { name: 'SqliteError', code: reply.error.code }))
-        return
-      }
-      pending.resolve({
-        rows: reply.rows,
-        numAffectedRows: reply.changes === undefined ? undefined : BigInt(reply.changes),
-        insertId: reply.lastInsertRowid === undefined ? undefined : BigInt(reply.lastInsertRowid),
-      })
-    })
-    const run = (query: CompiledQuery): Promise<QueryResult<unknown>> =>
-      new Promise((resolve, reject) => {
-        const begin = this.#beginPending
-        this.#beginPending = false
-        this.#thread.send((id) => ({ type: 'run', id, sql: query.sql, parameters: query.parameters, begin }) satisfies WriterRequest, { resolve, reject })
-      })
+    this.#thread = new SqliteWriterThread(path)
+    const run = (query: CompiledQuery): Promise<QueryResult<unknown>> => {
+      const begin = this.#beginPending
+      this.#beginPending = false
+      return this.#thread.run(query.sql, query.parameters, begin)
+    }
     this.#connection = {
       // Rows come back as the statement's; Kysely gives them the query's row type.
       executeQuery: run as DatabaseConnection['executeQuery'],
@@ -94,7 +71,7 @@ class SqliteWriterDriver implements Driver {
   }
 
   destroy(): Promise<void> {
-    return this.#thread.close({ type: 'close' } satisfies WriterRequest)
+    return this.#thread.close()
   }
 }
 

@@ -1,5 +1,6 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto'
 import type { Database } from '../db/connection.js'
+import { LISTING_ID } from '../ids.js'
 import type { DiscoverParams } from './schemas.js'
 
 /**
@@ -11,7 +12,6 @@ export interface CursorKey {
   id: string
 }
 
-const LISTING_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/
 /** Unguessable, and short. */
 const MAC_BYTES = 16
 /** Linear, anchored, bounded. */

@@ -5,7 +5,6 @@ import type { ReadYourWrites } from '../db/read-your-writes.js'
 import type { Tables } from '../db/tables.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
 import {
-  candidateBatch,
   candidateParams,
   listingsByKeys,
   postgresCandidatesSql,
@@ -84,12 +83,12 @@ function sqliteQuery({ kysely }: Database): (shape: Shape, params: CandidatePara
 }
 
 function postgresQuery(kysely: Kysely<Tables>): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
-  const statements: Record<Shape, PreparedQuery<{ batch: string }, PackedCandidates>> = {
+  const statements: Record<Shape, PreparedQuery<CandidateParams, PackedCandidates>> = {
     open: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(false, param)),
     bounded: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(true, param)),
   }
   return async (shape, params) => {
-    const [row] = await statements[shape].execute({ batch: candidateBatch([params]) })
+    const [row] = await statements[shape].execute(params)
     return unpackCandidates(row?.packed ?? null)
   }
 }

@@ -54,7 +54,7 @@ export interface CandidateParams extends Record<string, unknown> {
 /** No limit, in both dialects (PostgreSQL does not read a negative one as none). */
 const NO_LIMIT = 2 ** 31 - 1
 
-/** A candidate query's value by name: SQLite's bound parameter, or (PostgreSQL) a field of the batch's query. */
+/** A candidate query's bound value by name. */
 type Value = (name: keyof CandidateParams & string) => unknown
 
 const CANDIDATE_COLUMNS = sql.raw('l.id, l.provider_id, l.latitude, l.longitude, l.expires_at_unix')
@@ -79,53 +79,21 @@ export function sqliteCandidatesSql(bounded: boolean, param: Value): RawBuilder<
     where ${filter} limit ${param('limit')}`
 }
 
-/** A PostgreSQL batch's JSON objects are read as rows of these columns. */
-const FIELD_TYPES: Record<keyof CandidateParams, string> = {
-  keys: 'jsonb',
-  south: 'float8',
-  north: 'float8',
-  west1: 'float8',
-  east1: 'float8',
-  west2: 'float8',
-  east2: 'float8',
-  minDiscountRate: 'float8',
-  expiresFrom: 'bigint',
-  expiresUntil: 'bigint',
-  limit: 'bigint',
-}
-
-const QUERY_COLUMNS = sql.raw(
-  Object.entries(FIELD_TYPES)
-    .map(([name, type]) => `"${name}" ${type}`)
-    .join(', '),
-)
-
 /**
- * `batch` is a JSON array of queries, one packed row each, in order. It is read as typed rows once, so the filter
- * compares each index entry with plain values rather than parsing JSON per entry. The LATERAL subquery is kept from
- * being pulled up (`offset 0`): joining freely, the planner scanned the whole index or the table instead.
+ * PostgreSQL's candidate query, its rows packed in one. The LATERAL subquery is kept from being pulled up
+ * (`offset 0`): joining freely, the planner scanned the whole index or the table instead.
  */
-export function postgresCandidatesSql(bounded: boolean, param: (name: 'batch') => unknown): RawBuilder<PackedCandidates> {
-  const field: Value = (name) => sql.raw(`q."${name}"`)
-  const { byKey, filter } = conditions(bounded, field, {
+export function postgresCandidatesSql(bounded: boolean, param: Value): RawBuilder<PackedCandidates> {
+  const { byKey, filter } = conditions(bounded, param, {
     first: '(r.value ->> 0)::bigint',
     last: '(r.value ->> 1)::bigint',
     number: "(r.value #>> '{}')::bigint",
   })
   return sql<PackedCandidates>`
-    select (
-      select string_agg(concat_ws(' ', c.id, c.provider_id, c.latitude, c.longitude, c.expires_at_unix), ' ') from (
-        select c.* from jsonb_array_elements(q.keys) as r(value)
-          cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
-        limit ${field('limit')}) as c
-    ) as packed
-    from rows from (jsonb_to_recordset(cast(${param('batch')} as jsonb)) as (${QUERY_COLUMNS})) with ordinality as q
-    order by q.ordinality`
-}
-
-/** The queries of a PostgreSQL batch as its JSON parameter, keys as JSON rather than text. */
-export function candidateBatch(queries: readonly CandidateParams[]): string {
-  return `[${queries.map(({ keys, ...fields }) => `{"keys":${keys},${JSON.stringify(fields).slice(1)}`).join(',')}]`
+    select string_agg(concat_ws(' ', c.id, c.provider_id, c.latitude, c.longitude, c.expires_at_unix), ' ') as packed from (
+      select c.* from jsonb_array_elements(cast(${param('keys')} as jsonb)) as r(value)
+        cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
+      limit ${param('limit')}) as c`
 }
 
 /**

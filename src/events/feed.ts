@@ -5,7 +5,7 @@ import type { PositionedRead, ReadYourWrites } from '../db/read-your-writes.js'
 import type { Tables } from '../db/tables.js'
 import type { ListingState } from '../listings/listing-state.js'
 import { listingView } from '../listings/listing-view.js'
-import type { EventType } from './record.js'
+import type { EventType } from './types.js'
 import type { Event } from './schemas.js'
 
 export interface EventRow {

@@ -7,8 +7,6 @@ import type { EventType } from './types.js'
 
 /* The outbox: every change of a listing writes its event in the change's own transaction, so neither exists without the other. */
 
-export { EventTypes, type EventType } from './types.js'
-
 export interface NewEvent {
   type: EventType
   /** The listing right after the change. */

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView, Timestamp } from '../listings/schemas.js'
-import { EventTypes } from './record.js'
+import { EventTypes } from './types.js'
 
 /** An event is also a webhook delivery's body. */
 
@@ -61,4 +61,3 @@ export const EventsPage = Type.Object(
   closed,
 )
 named('EventsPage', EventsPage)
-export type EventsPage = Static<typeof EventsPage>

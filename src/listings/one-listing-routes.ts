@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
 import type { TSchema } from 'typebox'
 import type { Clock } from '../clock.js'
@@ -8,9 +8,10 @@ import { invalidRequest, Problem } from '../errors.js'
 import { ifMatchTags, notModified, parseEntityTags } from '../http/conditional.js'
 import { jsonResponse, listingEtagHeader, notModifiedResponse } from '../http/openapi.js'
 import { UNSTORABLE } from '../http/validation.js'
+import { LISTING_ID } from '../ids.js'
 import { providerOf } from '../providers/authenticate.js'
 import type { Provider } from '../providers/repository.js'
-import { patchBodyProblems, patchListing, withdrawListing, type ChangeOutcome, type IfMatch } from './changes.js'
+import { patchBodyProblems, patchListing, withdrawListing, type ChangeArgs, type ChangeOutcome, type IfMatch } from './changes.js'
 import { effective, type ListingState } from './listing-state.js'
 import { listingEtag, listingView } from './listing-view.js'
 import type { ListingRepository } from './repository.js'
@@ -21,9 +22,6 @@ export interface OneListingRoutesOptions {
   db: Kysely<Tables>
   clock: Clock
 }
-
-/** The shape of every listing id: anything else cannot name a listing and is not looked up. */
-const LISTING_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/
 
 const notFound = (parameter: 'listingId' | 'referenceId') =>
   new Problem('not-found', `no listing of yours has this ${parameter}`, {
@@ -125,6 +123,20 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
         : undefined,
   )
 
+  /** PATCH and withdraw, once the body is checked. A listingId of another shape names no listing: it is not looked up. */
+  const change = async (
+    request: FastifyRequest & { params: { listingId: string } },
+    reply: FastifyReply,
+    apply: (args: ChangeArgs) => Promise<ChangeOutcome>,
+  ) => {
+    const provider = providerOf(request)
+    const { listingId } = request.params
+    if (!LISTING_ID.test(listingId)) throw notFound('listingId')
+    const nowMs = clock()
+    const outcome = await apply({ providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs })
+    return answer(reply, outcome, provider, nowMs)
+  }
+
   app.patch(
     '/listing/:listingId',
     {
@@ -156,15 +168,10 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
       },
     },
     async (request, reply) => {
-      const provider = providerOf(request)
       const patch = request.body
       const problems = patchBodyProblems(patch)
       if (problems.length > 0) throw invalidRequest(problems)
-      const { listingId } = request.params
-      if (!LISTING_ID.test(listingId)) throw notFound('listingId')
-      const nowMs = clock()
-      const outcome = await patchListing(db, { providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs, patch })
-      return answer(reply, outcome, provider, nowMs)
+      return change(request, reply, (args) => patchListing(db, { ...args, patch }))
     },
   )
 
@@ -186,15 +193,10 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
       },
     },
     async (request, reply) => {
-      const provider = providerOf(request)
       if (request.body !== undefined && !isEmptyObject(request.body)) {
         throw invalidRequest([{ pointer: '', detail: 'must be absent: withdraw takes no body' }])
       }
-      const { listingId } = request.params
-      if (!LISTING_ID.test(listingId)) throw notFound('listingId')
-      const nowMs = clock()
-      const outcome = await withdrawListing(db, { providerId: provider.id, listingId, ifMatch: ifMatchOf(request.headers['if-match']), nowMs })
-      return answer(reply, outcome, provider, nowMs)
+      return change(request, reply, (args) => withdrawListing(db, args))
     },
   )
 }

@@ -245,7 +245,7 @@ export const Timestamp = Type.String({
   examples: ['2026-11-22T10:00:00.123Z'],
 })
 
-export const ListingItemView = Type.Object(
+const ListingItemView = Type.Object(
   {
     position: Type.Integer({ minimum: 0, description: 'The item’s index in the created order; PATCH names items by it.' }),
     nameAr: Type.String(),

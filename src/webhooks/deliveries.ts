@@ -205,17 +205,9 @@ export function disableReason(gone: boolean, failingSinceMs: number, nowMs: numb
 /** Records attempts in the log, their deliveries and their endpoints, a transaction per provider; returns the endpoints it disabled. */
 export async function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfterMs }: RecordArgs): Promise<string[]> {
   const disabled: string[] = []
-  const rows = records.map((record) => ({ provider_id: record.providerId, record }))
-  for (const [providerId, own] of byProvider(rows)) {
-    disabled.push(
-      ...(await recordProviderAttempts(
-        db,
-        providerId,
-        own.map((row) => row.record),
-        nowMs,
-        disableAfterMs,
-      )),
-    )
+  // byProvider groups by `provider_id`.
+  for (const [providerId, own] of byProvider(records.map((record) => ({ ...record, provider_id: record.providerId })))) {
+    disabled.push(...(await recordProviderAttempts(db, providerId, own, nowMs, disableAfterMs)))
   }
   return disabled
 }

@@ -7,7 +7,7 @@ import { prefixedId } from '../ids.js'
 import { ipLiteral, type AddressPolicy } from '../images/address-policy.js'
 import { providerOf } from '../providers/authenticate.js'
 import { ALL_EVENTS, maskOf } from './event-mask.js'
-import { endpointView, MAX_ENDPOINTS_PER_PROVIDER, type EndpointRow, type WebhookRepository } from './repository.js'
+import { endpointView, MAX_ENDPOINTS_PER_PROVIDER, type WebhookRepository } from './repository.js'
 import {
   CreatedWebhookEndpoint,
   CreateWebhookBody,
@@ -43,22 +43,22 @@ const notFound = () =>
     errors: [{ parameter: 'webhookId', detail: 'no webhook endpoint of yours has this id' }],
   })
 
+/** The endpoint id a request names, when it has an endpoint id's shape: no other is looked up. */
+function endpointIdOf({ webhookId }: { webhookId: string }): string {
+  if (!ENDPOINT_ID.test(webhookId)) throw notFound()
+  return webhookId
+}
+
+function found<T>(row: T | undefined): T {
+  if (row === undefined) throw notFound()
+  return row
+}
+
 const endpointResponse = (description: string) => jsonResponse(description, WebhookEndpoint, { enabled: exampleEndpoint, disabled: exampleDisabledEndpoint })
 
 const PROBLEMS: ProblemType[] = ['invalid-request', 'not-found', 'internal', 'unavailable']
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { webhooks, clock, policy }) => {
-  const ownEndpoint = async (providerId: string, webhookId: string): Promise<EndpointRow> => {
-    const row = ENDPOINT_ID.test(webhookId) ? await webhooks.find(providerId, webhookId) : undefined
-    if (!row) throw notFound()
-    return row
-  }
-  const found = <T>(row: T | undefined): T => {
-    if (row === undefined) throw notFound()
-    return row
-  }
-  const idOf = (params: { webhookId: string }) => params.webhookId
-
   app.post(
     '/webhooks',
     {
@@ -132,7 +132,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         'x-problems': PROBLEMS,
       },
     },
-    async (request) => endpointView(await ownEndpoint(providerOf(request).id, idOf(request.params))),
+    async (request) => endpointView(found(await webhooks.find(providerOf(request).id, endpointIdOf(request.params)))),
   )
 
   app.delete(
@@ -149,9 +149,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       },
     },
     async (request, reply) => {
-      const webhookId = idOf(request.params)
-      const deleted = ENDPOINT_ID.test(webhookId) && (await webhooks.delete({ providerId: providerOf(request).id, endpointId: webhookId }))
-      if (!deleted) throw notFound()
+      const endpointId = endpointIdOf(request.params)
+      if (!(await webhooks.delete({ providerId: providerOf(request).id, endpointId }))) throw notFound()
       return reply.code(204).send()
     },
   )
@@ -172,17 +171,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       },
     },
     async (request) => {
-      const webhookId = idOf(request.params)
-      if (!ENDPOINT_ID.test(webhookId)) throw notFound()
+      const endpointId = endpointIdOf(request.params)
       const secret = generateSecret()
-      found(
-        await webhooks.rotateSecret({
-          providerId: providerOf(request).id,
-          endpointId: webhookId,
-          secret,
-          previousUntilMs: clock() + ROTATION_OVERLAP_MS,
-        }),
-      )
+      found(await webhooks.rotateSecret({ providerId: providerOf(request).id, endpointId, secret, previousUntilMs: clock() + ROTATION_OVERLAP_MS }))
       return { secret }
     },
   )
@@ -203,9 +194,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       },
     },
     async (request) => {
-      const webhookId = idOf(request.params)
-      if (!ENDPOINT_ID.test(webhookId)) throw notFound()
-      return endpointView(found(await webhooks.enable({ providerId: providerOf(request).id, endpointId: webhookId })))
+      const endpointId = endpointIdOf(request.params)
+      return endpointView(found(await webhooks.enable({ providerId: providerOf(request).id, endpointId })))
     },
   )
 
@@ -225,7 +215,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       },
     },
     async (request) => {
-      const endpoint = await ownEndpoint(providerOf(request).id, idOf(request.params))
+      const endpoint = found(await webhooks.find(providerOf(request).id, endpointIdOf(request.params)))
       const { limit } = request.query
       return { data: await webhooks.deliveries({ providerId: endpoint.provider_id, endpointId: endpoint.id }, limit) }
     },

@@ -29,7 +29,6 @@ export const CreateWebhookBody = Type.Object(
   },
   { ...closed, examples: [{ url: 'https://pos.example.com/hooks/listings', events: ['listing.created', 'listing.updated'] }] },
 )
-export type CreateWebhookInput = Static<typeof CreateWebhookBody>
 
 const EndpointFields = {
   id: Type.String({ description: 'Names the endpoint in the routes below.', examples: ['wh_01M7YQ1WE0XK8J4Q2ZB5N6C7D8'] }),

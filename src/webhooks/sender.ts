@@ -1,6 +1,6 @@
 import { Agent, request, type Dispatcher } from 'undici'
 import type { AddressPolicy } from '../images/address-policy.js'
-import { describeConnectionError, guardedConnector, refusedHostDetail, systemResolver, type Resolver } from '../images/guarded-connector.js'
+import { describeConnectionError, guardedConnector, refusedHostDetail, systemResolver } from '../images/guarded-connector.js'
 
 export interface SendResult {
   /** A 2xx within the timeout. */
@@ -27,10 +27,10 @@ export class WebhookSender {
   readonly #agent: Agent
   readonly #timeoutMs: number
 
-  constructor(options: { policy: AddressPolicy; timeoutMs: number; resolve?: Resolver }) {
+  constructor(options: { policy: AddressPolicy; timeoutMs: number }) {
     this.#timeoutMs = options.timeoutMs
     this.#agent = new Agent({
-      connect: guardedConnector(options.policy, options.resolve ?? systemResolver),
+      connect: guardedConnector(options.policy, systemResolver),
       keepAliveTimeout: 4000,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,

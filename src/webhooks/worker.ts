@@ -19,10 +19,6 @@ export interface DeliveryWorkerOptions {
   /** WEBHOOK_RETRY_SCHEDULE in milliseconds: the wait before each retry. */
   retryDelaysMs: readonly number[]
   logger: FastifyBaseLogger
-  /** Attempts in flight in this process at most. */
-  maxInFlight?: number
-  /** Attempts in flight to one endpoint in this process at most. */
-  perEndpoint?: number
   /** How often to look for due deliveries when there were none. */
   pollMs?: number
   /** [0, 1): the jitter of retries (tests pin it). */
@@ -46,6 +42,12 @@ export const DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000
 const LEASE_MARGIN_MS = 15_000
 
 const CLAIM_BATCH = 100
+
+/** Attempts in flight in this process at most. */
+const MAX_IN_FLIGHT = 128
+
+/** Attempts in flight to one endpoint in this process at most. */
+const PER_ENDPOINT = 32
 
 /** How long stop() lets attempts in flight finish before cutting them off, within the drain's grace. */
 const DRAIN_GRACE_MS = 6000
@@ -84,8 +86,6 @@ export class DeliveryWorker {
 
   constructor(options: DeliveryWorkerOptions) {
     this.#options = {
-      maxInFlight: 128,
-      perEndpoint: 32,
       pollMs: 250,
       random: Math.random,
       observer: NO_OBSERVER,
@@ -131,10 +131,10 @@ export class DeliveryWorker {
   }
 
   async #claimAndStart(): Promise<void> {
-    const { db, clock, maxInFlight, perEndpoint, timeoutMs, busy } = this.#options
+    const { db, clock, timeoutMs, busy } = this.#options
     while (!this.#stopping) {
       const giveWay = busy()
-      const limit = Math.min(maxInFlight - this.#inFlight.size, giveWay ? BUSY_CLAIM : CLAIM_BATCH)
+      const limit = Math.min(MAX_IN_FLIGHT - this.#inFlight.size, giveWay ? BUSY_CLAIM : CLAIM_BATCH)
       if (limit <= 0) return // the next poll, or an attempt ending while backlogged, starts the next turn
       const nowMs = clock()
       const now = performance.now()
@@ -143,7 +143,7 @@ export class DeliveryWorker {
         nowMs,
         limit,
         leaseUntilMs: nowMs + timeoutMs + LEASE_MARGIN_MS,
-        perEndpoint,
+        perEndpoint: PER_ENDPOINT,
         running: Object.fromEntries(this.#running),
         resting: [...this.#resting.keys()],
       })
