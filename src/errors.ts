@@ -117,7 +117,7 @@ export const problemTypes = {
 
 export type ProblemType = keyof typeof problemTypes
 
-export const ProblemDetailSchema = Type.Object(
+const ProblemDetailSchema = Type.Object(
   {
     pointer: Type.Optional(
       Type.String({
@@ -143,7 +143,7 @@ const problemTypeList = Object.entries(problemTypes)
   .map(([type, { status }]) => `\`/problems/${type}\` (${status})`)
   .join(', ')
 
-export const ProblemSchema = Type.Object(
+const ProblemSchema = Type.Object(
   {
     success: Type.Literal(false),
     type: Type.String({
@@ -162,7 +162,7 @@ export const ProblemSchema = Type.Object(
   { description: 'RFC 9457 problem details, sent as application/problem+json.' },
 )
 named('Problem', ProblemSchema)
-export type ProblemBody = Static<typeof ProblemSchema>
+type ProblemBody = Static<typeof ProblemSchema>
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
 
@@ -236,19 +236,14 @@ export function sendProblem(request: FastifyRequest, reply: FastifyReply, proble
 /** A restart or failover takes seconds; sooner retries would only add load while the database recovers. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
 
-function databaseUnavailable(): Problem {
-  return new Problem('unavailable', 'the database is unavailable; retry after Retry-After seconds', {
-    headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
-  })
-}
-
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const problem = error instanceof Problem ? error : fromFastifyError(error)
   if (problem) return sendProblem(request, reply, problem)
   // The body says nothing of internals; the log line, found by request id, says everything.
   if (isDatabaseUnavailable(error)) {
     request.log.warn({ err: error }, 'database unavailable')
-    return sendProblem(request, reply, databaseUnavailable())
+    const headers = { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) }
+    return sendProblem(request, reply, new Problem('unavailable', 'the database is unavailable; retry after Retry-After seconds', { headers }))
   }
   // Loudest level: only an operator can repair it.
   if (isDatabaseCorrupt(error)) request.log.fatal({ err: error }, 'database corruption detected')

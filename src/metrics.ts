@@ -22,13 +22,13 @@ export interface AttemptObserver {
  * collide. Label values are bounded and never name a URL, provider or token.
  */
 export class Metrics {
-  readonly registry = new Registry()
+  readonly #registry = new Registry()
 
   readonly #requests = new Counter({
     name: 'listing_http_requests_total',
     help: 'HTTP requests answered, by method, route template ("unmatched" when no route matched) and status code.',
     labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   readonly #requestDuration = new Histogram({
@@ -36,14 +36,14 @@ export class Metrics {
     help: 'Time from receiving a request to finishing its response, by method, route template and status code.',
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   readonly #probes = new Counter({
     name: 'listing_image_probes_total',
     help: 'Images fetched and judged, by outcome: ok, image-unavailable, image-too-large, unsupported-image-format.',
     labelNames: ['outcome'] as const,
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   readonly #probeDuration = new Histogram({
@@ -51,14 +51,14 @@ export class Metrics {
     help: 'Time to fetch and judge one image (connect, redirects and body; not the wait for a free slot), by outcome.',
     labelNames: ['outcome'] as const,
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   readonly #probeReuses = new Counter({
     name: 'listing_image_probe_reuses_total',
     help: 'Image verdicts given without a fetch: "cache" (a success of the last 10 minutes) or "in-flight" (joined a fetch of the same URL under way).',
     labelNames: ['source'] as const,
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   /** Read at each scrape. */
@@ -67,7 +67,7 @@ export class Metrics {
   readonly #imageChecks: Gauge = new Gauge({
     name: 'listing_image_checks_in_progress',
     help: 'Creates waiting on their image checks now.',
-    registers: [this.registry],
+    registers: [this.#registry],
     collect: (): void => this.#imageChecks.set(this.#imageWork().checks),
   })
 
@@ -75,7 +75,7 @@ export class Metrics {
     name: 'listing_image_probes_in_progress',
     help: 'Image probes now, by state: running (a fetch under way) or waiting (for a free fetch slot).',
     labelNames: ['state'] as const,
-    registers: [this.registry],
+    registers: [this.#registry],
     collect: (): void => {
       const { running, waiting } = this.#imageWork()
       this.#imageProbesNow.set({ state: 'running' }, running)
@@ -88,7 +88,7 @@ export class Metrics {
     help: 'Database query time, failed queries included, by operation: select, insert, update, delete, other (DDL, BEGIN, COMMIT…).',
     labelNames: ['operation'] as const,
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   readonly #webhookAttempts = new Histogram({
@@ -96,20 +96,20 @@ export class Metrics {
     help: 'Webhook attempts (POST to a receiver until its status, or the failure), by outcome: succeeded, failed.',
     labelNames: ['outcome'] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   readonly #webhookLag = new Histogram({
     name: 'listing_webhook_first_attempt_lag_seconds',
     help: "Time from an event's commit to the start of its first delivery attempt (contract: within 5 s).",
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   readonly #rateLimitStoreErrors = new Counter({
     name: 'listing_rate_limit_store_errors_total',
     help: 'Errors of the shared rate-limit store (Redis).',
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   readonly #replicaReads = new Counter({
@@ -118,11 +118,11 @@ export class Metrics {
       'Reads meant for the standby (DATABASE_READ_URL), by who answered: replica; primary-behind (the standby had not replayed ' +
       "the provider's writes); primary-failed (the standby was unavailable).",
     labelNames: ['outcome'] as const,
-    registers: [this.registry],
+    registers: [this.#registry],
   })
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry })
+    collectDefaultMetrics({ register: this.#registry })
     // Known label values start at 0, so that a rate exists before their first event.
     for (const outcome of PROBE_OUTCOMES) {
       this.#probes.inc({ outcome }, 0)
@@ -174,6 +174,6 @@ export class Metrics {
   }
 
   async exposition(): Promise<{ contentType: string; text: string }> {
-    return { contentType: this.registry.contentType, text: await this.registry.metrics() }
+    return { contentType: this.#registry.contentType, text: await this.#registry.metrics() }
   }
 }

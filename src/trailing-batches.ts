@@ -11,16 +11,16 @@ interface Waiter<In, Out> {
  * the moment one ends. Alone, an item starts at once; under load, batches grow to what arrived in one round trip.
  * An item is never carried out by a batch already running: that keeps read-your-writes for reads.
  */
-export class TrailingBatches<In, Out, Key extends string = string> {
-  readonly #keys = new Map<Key, { running: number; waiting: Array<Waiter<In, Out>> }>()
+export class TrailingBatches<In, Out> {
+  readonly #keys = new Map<string, { running: number; waiting: Array<Waiter<In, Out>> }>()
 
   constructor(
     /** One outcome per item, in order; a rejection fails the whole batch. */
-    private readonly run: (items: In[], key: Key) => Promise<Array<Settled<Out>>>,
+    private readonly run: (items: In[], key: string) => Promise<Array<Settled<Out>>>,
     private readonly options: { maxBatch?: number; maxRunning?: number } = {},
   ) {}
 
-  submit(key: Key, item: In): Promise<Out> {
+  submit(key: string, item: In): Promise<Out> {
     return new Promise((resolve, reject) => {
       let state = this.#keys.get(key)
       if (!state) this.#keys.set(key, (state = { running: 0, waiting: [] }))
@@ -29,7 +29,7 @@ export class TrailingBatches<In, Out, Key extends string = string> {
     })
   }
 
-  #pump(key: Key, state: { running: number; waiting: Array<Waiter<In, Out>> }): void {
+  #pump(key: string, state: { running: number; waiting: Array<Waiter<In, Out>> }): void {
     const { maxBatch = Number.POSITIVE_INFINITY, maxRunning = 1 } = this.options
     while (state.running < maxRunning && state.waiting.length > 0) {
       const batch = state.waiting.splice(0, maxBatch)
@@ -43,7 +43,7 @@ export class TrailingBatches<In, Out, Key extends string = string> {
     }
   }
 
-  async #carryOut(key: Key, batch: Array<Waiter<In, Out>>): Promise<void> {
+  async #carryOut(key: string, batch: Array<Waiter<In, Out>>): Promise<void> {
     let outcomes: Array<Settled<Out>>
     try {
       outcomes = await this.run(

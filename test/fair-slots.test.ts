@@ -10,24 +10,25 @@ function taker(slots: FairSlots, started: string[]) {
 
 describe('FairSlots: the process fetches shared between providers', () => {
   test('a provider alone gets slots at once, up to its share; the rest wait in arrival order', () => {
-    const slots = new FairSlots({ slots: 4, perOwner: 3 })
+    const slots = new FairSlots(4)
     const started: string[] = []
     const take = taker(slots, started)
     const giveUps = ['a1', 'a2', 'a3', 'a4', 'a5'].map((label) => take('a', label))
     assert.deepEqual(started, ['a1', 'a2', 'a3'])
     assert.equal(slots.running, 3)
-    assert.equal(slots.waitingOf('a'), 2)
+    assert.equal(slots.waiting, 2)
     giveUps[0]?.()
     assert.deepEqual(started, ['a1', 'a2', 'a3', 'a4'])
   })
 
   test('the default share leaves a quarter of the slots to other providers', () => {
-    assert.equal(new FairSlots({ slots: 64 }).perOwner, 48)
-    assert.equal(new FairSlots({ slots: 1 }).perOwner, 1)
+    assert.equal(new FairSlots(4).perOwner, 3)
+    assert.equal(new FairSlots(64).perOwner, 48)
+    assert.equal(new FairSlots(1).perOwner, 1)
   })
 
   test("one provider's many waiting probes do not starve another's single probe: it gets a slot at once", () => {
-    const slots = new FairSlots({ slots: 4, perOwner: 3 })
+    const slots = new FairSlots(4)
     const started: string[] = []
     const take = taker(slots, started)
     for (let i = 0; i < 100; i++) take('attacker', `attacker-${i}`)
@@ -37,24 +38,22 @@ describe('FairSlots: the process fetches shared between providers', () => {
   })
 
   test('a freed slot goes to the waiting provider holding the fewest, not to the longest line', () => {
-    const slots = new FairSlots({ slots: 4, perOwner: 4 })
+    const slots = new FairSlots(4)
     const started: string[] = []
     const take = taker(slots, started)
     const attacker = Array.from({ length: 10 }, (_, i) => take('attacker', `attacker-${i}`))
-    take('victim', 'victim-1')
-    take('victim', 'victim-2')
-    assert.equal(started.length, 4)
+    for (const label of ['victim-1', 'victim-2', 'victim-3']) take('victim', label)
+    assert.deepEqual(started, ['attacker-0', 'attacker-1', 'attacker-2', 'victim-1'])
     attacker[0]?.()
-    assert.equal(started.at(-1), 'victim-1')
-    attacker[1]?.()
-    // The victim now holds 1 and the attacker 2: still the victim's turn.
+    // The attacker now holds 2, under its share, and the victim 1: the victim's turn, though its line is shorter.
     assert.equal(started.at(-1), 'victim-2')
-    attacker[2]?.()
-    assert.equal(started.at(-1), 'attacker-4')
+    attacker[1]?.()
+    // The attacker holds 1 and the victim 2: the attacker's turn.
+    assert.equal(started.at(-1), 'attacker-3')
   })
 
   test('providers holding as many take turns (round-robin)', () => {
-    const slots = new FairSlots({ slots: 1 })
+    const slots = new FairSlots(1)
     const started: string[] = []
     const take = taker(slots, started)
     const first = take('x', 'x0')
@@ -70,14 +69,14 @@ describe('FairSlots: the process fetches shared between providers', () => {
   })
 
   test('giving up while waiting leaves the line and starts nothing; giving up twice frees one slot once', () => {
-    const slots = new FairSlots({ slots: 1 })
+    const slots = new FairSlots(1)
     const started: string[] = []
     const take = taker(slots, started)
     const running = take('a', 'a1')
     const gone = take('a', 'a2')
     take('b', 'b1')
     gone()
-    assert.equal(slots.waitingOf('a'), 0)
+    assert.equal(slots.waiting, 1, 'only b1 waits')
     running()
     running()
     assert.deepEqual(started, ['a1', 'b1'])
@@ -86,7 +85,7 @@ describe('FairSlots: the process fetches shared between providers', () => {
   })
 
   test('a task that gives up its slot as soon as it starts lets the next one start', () => {
-    const slots = new FairSlots({ slots: 1 })
+    const slots = new FairSlots(1)
     const started: string[] = []
     const giveUps = new Map<string, GiveUp>()
     for (const label of ['a', 'b', 'c']) {

@@ -56,6 +56,16 @@ async function withDatabase<T>(work: (database: Database) => Promise<T>): Promis
   }
 }
 
+/** A command whose one option, `--provider`, must name a provider. */
+function withProvider<T>(args: string[], work: (database: Database, providerId: string) => Promise<T>): Promise<T> {
+  const { values } = parse(args, { provider: { type: 'string' } }, 0)
+  const providerId = required(values.provider, '--provider')
+  return withDatabase(async (database) => {
+    if (!(await new ProviderRepository(database).exists(providerId))) throw new CommandError(`no provider with id ${providerId}`)
+    return work(database, providerId)
+  })
+}
+
 async function run(argv: string[]): Promise<unknown> {
   const [group, action, ...rest] = argv
   const command = [group, action].join(' ')
@@ -72,15 +82,8 @@ async function run(argv: string[]): Promise<unknown> {
     case 'provider list':
       parse(rest, {}, 0)
       return withDatabase((database) => new ProviderRepository(database).list())
-    case 'token create': {
-      const { values } = parse(rest, { provider: { type: 'string' } }, 0)
-      const providerId = required(values.provider, '--provider')
-      return withDatabase(async (database) => {
-        const providers = new ProviderRepository(database)
-        if (!(await providers.exists(providerId))) throw new CommandError(`no provider with id ${providerId}`)
-        return providers.createToken(providerId, Date.now())
-      })
-    }
+    case 'token create':
+      return withProvider(rest, (database, providerId) => new ProviderRepository(database).createToken(providerId, Date.now()))
     case 'marketplace create': {
       const { values } = parse(rest, { name: { type: 'string' } }, 0)
       const name = required(values.name, '--name')
@@ -98,12 +101,7 @@ async function run(argv: string[]): Promise<unknown> {
     }
   }
   if (group === 'console-link') {
-    const { values } = parse(argv.slice(1), { provider: { type: 'string' } }, 0)
-    const providerId = required(values.provider, '--provider')
-    return withDatabase(async (database) => {
-      if (!(await new ProviderRepository(database).exists(providerId))) throw new CommandError(`no provider with id ${providerId}`)
-      return signInLink(database, loadConfig(process.env), providerId, Date.now())
-    })
+    return withProvider(argv.slice(1), (database, providerId) => signInLink(database, loadConfig(process.env), providerId, Date.now()))
   }
   if (group === 'migrate' && argv.length === 1) return withDatabase(async () => ({ migrated: true }))
   throw new UsageError(group === undefined ? 'a command is required' : `unknown command: ${argv.join(' ')}`)

@@ -5,20 +5,16 @@ import { Problem, PROBLEM_CONTENT_TYPE } from '../errors.js'
 
 /* Requests Node's parser refuses before routing, answered as problem+json with an X-Request-Id like every other error. */
 
-const TIMEOUT = new Problem('request-timeout', 'the request was not received in time; the connection is closed')
-const HEADERS_TOO_LARGE = new Problem('request-headers-too-large', 'the request headers are too large')
+const byCode = new Map([
+  ['ERR_HTTP_REQUEST_TIMEOUT', new Problem('request-timeout', 'the request was not received in time; the connection is closed')],
+  ['HPE_HEADER_OVERFLOW', new Problem('request-headers-too-large', 'the request headers are too large')],
+])
 const MALFORMED = new Problem('invalid-request', 'the request is not valid HTTP/1.1')
-
-function problemFor(code: string | undefined): Problem {
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return TIMEOUT
-  if (code === 'HPE_HEADER_OVERFLOW') return HEADERS_TOO_LARGE
-  return MALFORMED
-}
 
 /** Fastify's `clientErrorHandler`. */
 export function answerClientError(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
-  const problem = problemFor(error.code)
+  const problem = byCode.get(error.code ?? '') ?? MALFORMED
   if (socket.writable) {
     const text = JSON.stringify(problem.toBody())
     socket.write(

@@ -3,8 +3,6 @@ import type { FastifyInstance } from 'fastify'
 import { Problem, sendProblem } from '../errors.js'
 import type { ImageCheck } from '../images/check.js'
 
-const shuttingDown = (detail: string) => new Problem('unavailable', detail)
-
 /**
  * Fastify's own draining answers a bare JSON 503 and keeps connections alive, holding server.close() open for the
  * keep-alive timeout: hence a problem+json 503 and `Connection: close` on every response once draining.
@@ -42,10 +40,10 @@ export class Drain {
   bound(check: ImageCheck): ImageCheck {
     const cutSignal = this.#cut.signal
     return (images, options) => {
-      if (cutSignal.aborted) return Promise.reject(shuttingDown('the service is shutting down; nothing was stored, retry'))
+      if (cutSignal.aborted) return Promise.reject(new Problem('unavailable', 'the service is shutting down; nothing was stored, retry'))
       this.#waiting += 1
       return new Promise<void>((resolve, reject) => {
-        const onCut = () => reject(shuttingDown('the service shut down before the images were checked; nothing was stored, retry'))
+        const onCut = () => reject(new Problem('unavailable', 'the service shut down before the images were checked; nothing was stored, retry'))
         cutSignal.addEventListener('abort', onCut, { once: true })
         check(images, options)
           .then(resolve, reject)
@@ -69,7 +67,7 @@ export function addDrainHooks(app: FastifyInstance, drain: Drain): void {
       return
     }
     reply.header('connection', 'close')
-    sendProblem(request, reply, shuttingDown('the service is shutting down; retry on another instance'))
+    sendProblem(request, reply, new Problem('unavailable', 'the service is shutting down; retry on another instance'))
   })
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (drain.draining) reply.header('connection', 'close')

@@ -39,6 +39,6 @@ export function answerWrongMethods(app: FastifyInstance): onRequestAsyncHookHand
     if (request.method === 'HEAD' && allowed.has('GET')) return
     const allow = [...allowed].sort().join(', ')
     reply.header('allow', allow)
-    throw new Problem('method-not-allowed', `${request.method} is not a method of ${path}; it has ${allow}`, { headers: { allow } })
+    throw new Problem('method-not-allowed', `${request.method} is not a method of ${path}; it has ${allow}`)
   }
 }

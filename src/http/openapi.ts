@@ -36,12 +36,7 @@ its \`Retry-After\` is \`IMAGE_FETCH_TIMEOUT_MS\` in seconds, by when every crea
 generated one.`
 
 /** A JSON success response with its description, named examples and headers. A named schema is referred to, not repeated. */
-export function jsonResponse<Schema extends TSchema>(
-  description: string,
-  schema: Schema,
-  examples: Record<string, unknown> = {},
-  headers?: Record<string, object>,
-) {
+export function jsonResponse<Schema extends TSchema>(description: string, schema: Schema, examples: Record<string, unknown>, headers?: Record<string, object>) {
   const named = Object.fromEntries(Object.entries(examples).map(([name, value]) => [name, { value }]))
   const written = (isNamed(schema) ? ref(schema) : schema) as Schema
   return { description, content: { 'application/json': { schema: written, examples: named } }, ...(headers ? { headers } : {}) }

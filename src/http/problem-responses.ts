@@ -140,9 +140,9 @@ export function addProblemResponses(document: OpenApiDocument): void {
       const operation = pathItem?.[method]
       if (!operation) continue
       const responses = (operation.responses ??= {})
+      const problems = operation['x-problems'] ?? []
       const byStatus = new Map<number, ProblemType[]>()
-      const rateLimited = operation['x-problems']?.includes('rate-limited') ?? false
-      for (const type of operation['x-problems'] ?? []) {
+      for (const type of problems) {
         const { status } = problemTypes[type]
         byStatus.set(status, [...(byStatus.get(status) ?? []), type])
       }
@@ -151,7 +151,7 @@ export function addProblemResponses(document: OpenApiDocument): void {
       for (const [status, response] of Object.entries(responses)) {
         response.headers = {
           'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
-          ...(rateLimited && status !== String(problemTypes.unauthorized.status) ? rateLimitHeaderRefs : {}),
+          ...(problems.includes('rate-limited') && status !== String(problemTypes.unauthorized.status) ? rateLimitHeaderRefs : {}),
           ...response.headers,
         }
       }

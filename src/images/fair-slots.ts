@@ -13,16 +13,15 @@ interface Waiter {
  * provider even when another's fetches never end. Pure bookkeeping: `start` is called synchronously when granted.
  */
 export class FairSlots {
-  readonly slots: number
+  /** Three quarters of the slots, at least one: the rest are left to other providers. */
   readonly perOwner: number
   #running = 0
   readonly #runningBy = new Map<string, number>()
   /** Owners with someone waiting, each line in arrival order; the map's order is the rotation among equals. */
   readonly #lines = new Map<string, Set<Waiter>>()
 
-  constructor(options: { slots: number; perOwner?: number }) {
-    this.slots = options.slots
-    this.perOwner = Math.min(options.slots, options.perOwner ?? Math.max(1, Math.floor((options.slots * 3) / 4)))
+  constructor(readonly slots: number) {
+    this.perOwner = Math.max(1, Math.floor((slots * 3) / 4))
   }
 
   get running(): number {
@@ -31,10 +30,6 @@ export class FairSlots {
 
   runningOf(owner: string): number {
     return this.#runningBy.get(owner) ?? 0
-  }
-
-  waitingOf(owner: string): number {
-    return this.#lines.get(owner)?.size ?? 0
   }
 
   get waiting(): number {

@@ -78,21 +78,15 @@ export function guardedConnector(policy: AddressPolicy, resolve: Resolver): buil
   }
 }
 
-/** The first error of `type` along an error's causes (undici wraps what the connector raised). */
-function findCause<T>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
-  for (let e = error; e instanceof Error; e = e.cause) if (e instanceof type) return e
+/** The first error along an error's causes that `matches` (undici wraps what the connector raised). */
+function findCause<T extends Error>(error: unknown, matches: (e: Error) => e is T): T | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) if (matches(e)) return e
   return undefined
 }
 
-function errorCode(error: unknown): string | undefined {
-  for (let e = error; e instanceof Error; e = e.cause) {
-    const code = (e as { code?: unknown }).code
-    if (typeof code === 'string') return code
-  }
-  return undefined
-}
+const hasCode = (e: Error): e is Error & { code: string } => typeof (e as { code?: unknown }).code === 'string'
 
-const refusal = (error: unknown) => findCause(error, ForbiddenAddressError) ?? findCause(error, UnresolvableHostError)
+const refusal = (error: unknown) => findCause(error, (e) => e instanceof ForbiddenAddressError || e instanceof UnresolvableHostError)
 
 /** For the service's log only: whether the host resolved to a forbidden address or not at all. */
 export function refusedHostDetail(error: unknown): string | undefined {
@@ -104,7 +98,7 @@ export function describeConnectionError(error: unknown): string | undefined {
   // One sentence for both: telling them apart would let a caller map which internal names exist.
   const refused = refusal(error)
   if (refused) return `${refused.host} does not resolve to a public address`
-  switch (errorCode(error)) {
+  switch (findCause(error, hasCode)?.code) {
     case 'ECONNREFUSED':
       return 'the server refused the connection'
     case 'ECONNRESET':

@@ -115,9 +115,7 @@ function contentRangeTotal(value: string | undefined): number | undefined {
  * are shared fairly between providers, each provider's backlog is bounded, and no fetch outlives its last waiter.
  */
 export class ImageProber {
-  readonly #options: Required<Omit<ImageProberOptions, 'resolve' | 'policy' | 'observer' | 'queuePerProvider' | 'onRefusedHost'>>
-  readonly #observer: ProbeObserver | undefined
-  readonly #onRefusedHost: ((detail: string) => void) | undefined
+  readonly #options: ImageProberOptions & Required<Pick<ImageProberOptions, 'clock' | 'perRequestConcurrency'>>
   readonly #agent: Agent
   readonly #processSlots: FairSlots
   readonly #backlog: ProviderBacklog
@@ -127,21 +125,13 @@ export class ImageProber {
   #checks = 0
 
   constructor(options: ImageProberOptions) {
-    this.#options = {
-      maxBytes: options.maxBytes,
-      timeoutMs: options.timeoutMs,
-      clock: options.clock ?? systemClock,
-      perRequestConcurrency: options.perRequestConcurrency ?? 8,
-      processConcurrency: options.processConcurrency ?? 64,
-    }
+    this.#options = { ...options, clock: options.clock ?? systemClock, perRequestConcurrency: options.perRequestConcurrency ?? 8 }
     this.#agent = new Agent({
       connect: guardedConnector(options.policy, options.resolve ?? systemResolver),
       keepAliveTimeout: 4000,
     })
-    this.#processSlots = new FairSlots({ slots: this.#options.processConcurrency })
+    this.#processSlots = new FairSlots(options.processConcurrency ?? 64)
     this.#backlog = new ProviderBacklog(options.queuePerProvider ?? Infinity)
-    this.#observer = options.observer
-    this.#onRefusedHost = options.onRefusedHost
   }
 
   /**
@@ -234,7 +224,7 @@ export class ImageProber {
       if (!this.#cache.get(url, now)) return false
       distinct.add(url)
     }
-    this.#observer?.reused('cache', distinct.size)
+    this.#options.observer?.reused('cache', distinct.size)
     return true
   }
 
@@ -247,27 +237,23 @@ export class ImageProber {
   #join(url: string, provider: string): { result: Promise<ProbeResult>; leave: () => void } {
     const cached = this.#cache.get(url, this.#options.clock())
     if (cached) {
-      this.#observer?.reused('cache')
+      this.#options.observer?.reused('cache')
       return { result: Promise.resolve(cached), leave: () => {} }
     }
     let probe = this.#inFlight.get(url)
     if (probe) {
-      this.#observer?.reused('in-flight')
+      this.#options.observer?.reused('in-flight')
     } else {
       const started = (probe = new SharedProbe(this.#processSlots, (cancelled) => this.#timedProbe(url, cancelled)))
       this.#inFlight.set(url, started)
       void started.result.then(() => this.#forget(url, started))
     }
-    const shared = probe
-    shared.join(provider)
-    let left = false
+    probe.join(provider)
     const leave = () => {
-      if (left) return
-      left = true
       // No one waits for it: a later request for the URL starts afresh.
-      if (shared.leave()) this.#forget(url, shared)
+      if (probe.leave()) this.#forget(url, probe)
     }
-    return { result: shared.result, leave }
+    return { result: probe.result, leave }
   }
 
   #forget(url: string, probe: SharedProbe): void {
@@ -284,7 +270,7 @@ export class ImageProber {
     const started = performance.now()
     const result = await this.#probeOnce(url, cancelled)
     // A cancelled probe judged nothing: it is not counted.
-    if (!cancelled.aborted) this.#observer?.probed(result.ok ? 'ok' : result.type, (performance.now() - started) / 1000)
+    if (!cancelled.aborted) this.#options.observer?.probed(result.ok ? 'ok' : result.type, (performance.now() - started) / 1000)
     return result
   }
 
@@ -398,7 +384,7 @@ export class ImageProber {
     if (timedOut) return `no complete answer within ${this.#options.timeoutMs} ms`
     const refused = refusedHostDetail(error)
     if (refused !== undefined) {
-      this.#onRefusedHost?.(refused)
+      this.#options.onRefusedHost?.(refused)
       return `${describeConnectionError(error)}; images must be on the public internet`
     }
     return describeConnectionError(error) ?? 'the image could not be fetched'

@@ -68,7 +68,7 @@ export function preconditionFails(ifMatch: IfMatch | null, version: number): boo
 }
 
 /** Positions that name no item of this listing; positions given twice were refused with the body. */
-export function positionErrors(patch: PatchListingInput, itemCount: number): ProblemDetail[] {
+function positionErrors(patch: PatchListingInput, itemCount: number): ProblemDetail[] {
   return (patch.items ?? []).flatMap((change, k) =>
     change.position < itemCount
       ? []
@@ -198,12 +198,8 @@ export async function expireDue(db: Kysely<Tables>, { nowMs, limit }: { nowMs: n
     .execute()
   let recorded = 0
   for (const [providerId, rows] of byProvider(due)) {
-    recorded += await expireListings(
-      db,
-      providerId,
-      rows.map((row) => row.id),
-      nowMs,
-    )
+    const ids = rows.map((row) => row.id)
+    recorded += await expireListings(db, providerId, ids, nowMs)
   }
   return recorded
 }
@@ -228,15 +224,12 @@ function expireListings(db: Kysely<Tables>, providerId: string, ids: readonly st
       .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
       .execute()
     if (rows.length === 0) return 0
+    const locked = rows.map((row) => row.id)
     await tx
       .updateTable('listings')
       .set((eb) => ({ version: eb('version', '+', 1), updated_at_ms: eb('expires_at_unix', '*', 1000), expiry_recorded: 1 }))
       .where('provider_id', '=', providerId)
-      .where(
-        'id',
-        'in',
-        rows.map((row) => row.id),
-      )
+      .where('id', 'in', locked)
       .execute()
     await recordEvents(
       tx,

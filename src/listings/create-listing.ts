@@ -33,7 +33,7 @@ export interface StoredListing {
  * unique constraint instead of racing. A batch shares one creation millisecond, the latest clock reading among them,
  * and takes consecutive ticks within it.
  */
-export async function insertListings(tx: Tx, providerId: string, creates: readonly ListingCreate[]): Promise<StoredListing[]> {
+async function insertListings(tx: Tx, providerId: string, creates: readonly ListingCreate[]): Promise<StoredListing[]> {
   const n = creates.length
   const nowMs = Math.max(...creates.map((create) => create.nowMs))
   const counter = await tx

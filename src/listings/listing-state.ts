@@ -76,13 +76,14 @@ export function statusOf({ withdrawn, expiresAtUnix, soldOut }: StatusFacts, now
  * An expiry is a change (version + 1, updated at the moment of expiry) from the moment it happens: readers, ETags
  * included, see the same before and after the sweeper records it, which only makes it durable and sends its event.
  */
-export function effective(state: ListingState, nowMs: number): { status: ListingStatus; version: number; updatedAtMs: number } {
-  const status = statusOf({ withdrawn: state.withdrawn_at_ms !== null, expiresAtUnix: state.expires_at_unix, soldOut: isSoldOut(state.items) }, nowMs)
-  if (expiryUnrecorded(status, state.expiry_recorded === 1)) {
-    return { status, version: state.version + 1, updatedAtMs: state.expires_at_unix * 1000 }
-  }
-  return { status, version: state.version, updatedAtMs: state.updated_at_ms }
+export function statusAndVersion(facts: StatusFacts & { version: number; expiryRecorded: boolean }, nowMs: number): { status: ListingStatus; version: number } {
+  const status = statusOf(facts, nowMs)
+  return { status, version: status === 'expired' && !facts.expiryRecorded ? facts.version + 1 : facts.version }
 }
 
-/** Whether a listing has expired and the sweeper has not yet recorded it: its version then counts one more. */
-export const expiryUnrecorded = (status: ListingStatus, expiryRecorded: boolean) => status === 'expired' && !expiryRecorded
+/** statusAndVersion() of a stored listing, and when it last changed. */
+export function effective(state: ListingState, nowMs: number): { status: ListingStatus; version: number; updatedAtMs: number } {
+  const facts = { withdrawn: state.withdrawn_at_ms !== null, expiresAtUnix: state.expires_at_unix, soldOut: isSoldOut(state.items) }
+  const { status, version } = statusAndVersion({ ...facts, version: state.version, expiryRecorded: state.expiry_recorded === 1 }, nowMs)
+  return { status, version, updatedAtMs: version > state.version ? state.expires_at_unix * 1000 : state.updated_at_ms }
+}

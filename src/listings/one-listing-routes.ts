@@ -103,7 +103,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
         'unchanged listing answers `304` with no body. Another provider’s listing is `404`, as an unknown id is.',
       params: ListingIdParams,
     },
-    async (providerId, listingId) => (LISTING_ID.test(listingId) ? listings.findById(providerId, listingId) : undefined),
+    async (providerId, listingId) => (LISTING_ID.test(listingId) ? listings.findOne('id', providerId, listingId) : undefined),
   )
 
   readRoute(
@@ -119,7 +119,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
     // a NUL in a query parameter as an error).
     async (providerId, referenceId) =>
       referenceId.length >= 1 && referenceId.length <= 255 && !UNSTORABLE.test(referenceId)
-        ? listings.findStateByReference(providerId, referenceId)
+        ? listings.findOne('reference_id', providerId, referenceId)
         : undefined,
   )
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { fromThousandths, type ItemColumns } from './columns.js'
-import { expiryUnrecorded, statusOf, type ListingStatus } from './listing-state.js'
+import { statusAndVersion } from './listing-state.js'
 import type { ListingsPage } from './schemas.js'
 
 /** A listing as the page query reads it: its row's columns and its items as the page shows them. */
@@ -23,12 +23,6 @@ export interface ListingsPageData {
   listings: PageListing[]
 }
 
-/** effective(), from a page's columns. */
-function now(listing: PageListing, nowMs: number): { status: ListingStatus; version: number } {
-  const status = statusOf(listing, nowMs)
-  return { status, version: expiryUnrecorded(status, listing.expiryRecorded) ? listing.version + 1 : listing.version }
-}
-
 /**
  * The page's entity tag, without writing the body. A body is its count, the industry and each listing's id, status and
  * items (the rest never changes), and every change of items or status is a new version, so the count, industry and each
@@ -38,7 +32,7 @@ function now(listing: PageListing, nowMs: number): { status: ListingStatus; vers
 export function pageEntityTag(page: ListingsPageData, industry: string, nowMs: number): string {
   let named = `${page.recordCount} ${JSON.stringify(industry)}`
   for (const listing of page.listings) {
-    const { status, version } = now(listing, nowMs)
+    const { status, version } = statusAndVersion(listing, nowMs)
     named += ` ${listing.id}.${version}.${status}`
   }
   return `W/"${createHash('sha256').update(named).digest('base64url').slice(0, 27)}"`
@@ -48,7 +42,7 @@ export function pageView(page: ListingsPageData, industry: string, nowMs: number
   return {
     content: page.listings.map((listing) => ({
       id: listing.id,
-      status: now(listing, nowMs).status,
+      status: statusAndVersion(listing, nowMs).status,
       referenceId: listing.referenceId,
       expiresAtUnix: listing.expiresAtUnix,
       items: listing.items,

@@ -98,6 +98,12 @@ async function positionedState(
   return { position: event_count, value: state.id === null ? undefined : stateFromRow(state as StateRow) }
 }
 
+interface Standby {
+  reads: ReadYourWrites
+  page: PreparedQuery<PageParams, PageRow>
+  one: Record<OneBy, ReturnType<typeof positionedStateQuery>>
+}
+
 function pageData(rows: readonly PageRow[]): ListingsPageData {
   const recordCount = rows[0]?.listing_count ?? 0
   const listings: PageListing[] = []
@@ -134,11 +140,7 @@ export class ListingRepository {
   readonly #samePage?: TrailingBatches<PageRequest, ListingsPageData>
 
   /** DATABASE_READ_URL: the page and the one-listing reads on the standby, while it has replayed the provider's writes. */
-  readonly #standby?: {
-    reads: ReadYourWrites
-    page: PreparedQuery<PageParams, PageRow>
-    one: Record<OneBy, ReturnType<typeof positionedStateQuery>>
-  }
+  readonly #standby?: Standby
 
   /** The create's reference check always reads the primary. */
   constructor(database: Database, reads?: ReadYourWrites) {
@@ -176,22 +178,16 @@ export class ListingRepository {
     return row && { listingId: row.id, expiresAtUnix: row.expires_at_unix, requestHash: row.request_hash }
   }
 
-  findById(providerId: string, listingId: string): Promise<ListingState | undefined> {
-    return this.#findOne('id', providerId, listingId)
-  }
-
-  findStateByReference(providerId: string, referenceId: string): Promise<ListingState | undefined> {
-    return this.#findOne('reference_id', providerId, referenceId)
-  }
-
-  async #findOne(by: OneBy, providerId: string, key: string): Promise<ListingState | undefined> {
-    const onPrimary = async () => {
-      const [row] = await this.#one[by].execute({ providerId, key })
-      return row && stateFromRow(row)
-    }
-    const standby = this.#standby
-    if (!standby) return onPrimary()
-    return standby.reads.read(providerId, () => positionedState(standby.one[by], providerId, key), onPrimary)
+  /** The caller's listing by its id or referenceId. */
+  findOne(by: OneBy, providerId: string, key: string): Promise<ListingState | undefined> {
+    return this.#read(
+      providerId,
+      (standby) => positionedState(standby.one[by], providerId, key),
+      async () => {
+        const [row] = await this.#one[by].execute({ providerId, key })
+        return row && stateFromRow(row)
+      },
+    )
   }
 
   page(providerId: string, { page, limit }: ListListingsParams): Promise<ListingsPageData> {
@@ -199,18 +195,21 @@ export class ListingRepository {
     return this.#samePage ? this.#samePage.submit(`${providerId} ${skip} ${limit}`, { providerId, skip, limit }) : this.#readPage({ providerId, skip, limit })
   }
 
-  async #readPage({ providerId, skip, limit }: PageRequest): Promise<ListingsPageData> {
+  #readPage({ providerId, skip, limit }: PageRequest): Promise<ListingsPageData> {
     const params = { providerId, skip, skipPlusLimit: skip + limit }
-    const onPrimary = async () => pageData(await this.#pageQuery.execute(params))
-    const standby = this.#standby
-    if (!standby) return onPrimary()
-    return standby.reads.read(
+    return this.#read(
       providerId,
-      async () => {
+      async (standby) => {
         const rows = await standby.page.execute(params)
         return { position: rows[0]?.event_count, value: pageData(rows) }
       },
-      onPrimary,
+      async () => pageData(await this.#pageQuery.execute(params)),
     )
+  }
+
+  /** On the standby when there is one and it has replayed the provider's writes, else on the primary. */
+  #read<T>(providerId: string, onStandby: (standby: Standby) => Promise<PositionedRead<T>>, onPrimary: () => Promise<T>): Promise<T> {
+    const standby = this.#standby
+    return standby ? standby.reads.read(providerId, () => onStandby(standby), onPrimary) : onPrimary()
   }
 }

@@ -32,16 +32,8 @@ export function legacyRequestHash(body: unknown): string {
 
 function canonicalJson(value: unknown): string {
   if (typeof value !== 'object' || value === null) return JSON.stringify(value)
-  if (Array.isArray(value)) {
-    let out = '['
-    for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + canonicalJson(value[i])
-    return `${out}]`
-  }
-  const keys = Object.keys(value).sort() // UTF-16 code unit order, the same for every body
-  let out = '{'
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i] as string
-    out += `${i > 0 ? ',' : ''}${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`
-  }
-  return `${out}}`
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item)).join(',')}]`
+  const record = value as Record<string, unknown>
+  const keys = Object.keys(record).sort() // UTF-16 code unit order, the same for every body
+  return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(',')}}`
 }

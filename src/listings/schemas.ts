@@ -424,7 +424,7 @@ export const PatchListingBody = Type.Object(
   },
   {
     ...closed,
-    description: 'At least one of `listingDetails.discountRate`, `items[].quantity`, `items[].price`. Values equal to the ' + 'current ones change nothing.',
+    description: 'At least one of `listingDetails.discountRate`, `items[].quantity`, `items[].price`. Values equal to the current ones change nothing.',
     examples: [
       {
         listingDetails: { discountRate: 0.6 },

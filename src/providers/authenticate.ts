@@ -9,10 +9,10 @@ import { hashToken, isWellFormedToken } from './tokens.js'
  * How long a valid token is believed without asking the database. The API lets a revoked token work for up to 5 s; no
  * instance's entry outlives this, so revocation reaches every instance in time without any message between them.
  */
-export const TOKEN_CACHE_TTL_MS = 2000
+const TOKEN_CACHE_TTL_MS = 2000
 const TOKEN_CACHE_ENTRIES = 10_000
 
-export type PrincipalKind = Principal['kind']
+type PrincipalKind = Principal['kind']
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,7 +34,7 @@ function unauthorized(detail: string, invalidToken: boolean): Problem {
 }
 
 /** A token is 47 characters, so a longer Authorization value is malformed without being looked at. */
-export const MAX_AUTHORIZATION_LENGTH = 128
+const MAX_AUTHORIZATION_LENGTH = 128
 
 /** Scheme case-insensitive (RFC 6750 §2.1), spaces around the token tolerated; its content is isWellFormedToken's to judge. */
 function bearerToken(header: string): string | undefined {

@@ -1,6 +1,6 @@
 import type { Database } from '../db/connection.js'
 import { prefixedId } from '../ids.js'
-import { generateToken } from './tokens.js'
+import { insertToken } from './repository.js'
 
 /** The second kind of client, which reads every provider's listings by place. */
 export interface Marketplace {
@@ -14,17 +14,9 @@ export class MarketplaceRepository {
   /** A marketplace with its first token, in one transaction; the plain token is returned once, never stored. */
   async create(name: string, nowMs: number): Promise<Marketplace & { tokenId: string; token: string }> {
     const marketplace = { id: prefixedId('mkt', nowMs), name }
-    const { token, hash } = generateToken()
-    const tokenId = prefixedId('tok', nowMs)
-    await this.database.writer.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('marketplaces')
-        .values({ ...marketplace, created_at_ms: nowMs })
-        .execute()
-      await trx
-        .insertInto('marketplace_tokens')
-        .values({ id: tokenId, marketplace_id: marketplace.id, token_hash: hash, created_at_ms: nowMs, revoked_at_ms: null })
-        .execute()
+    const { id: tokenId, token } = await this.database.writer.transaction().execute(async (trx) => {
+      await trx.insertInto('marketplaces').values({ id: marketplace.id, name, created_at_ms: nowMs }).execute()
+      return insertToken(trx, 'marketplace_tokens', marketplace.id, nowMs)
     })
     return { ...marketplace, tokenId, token }
   }

@@ -20,18 +20,19 @@ export interface ProviderSummary extends Provider {
 
 export interface IssuedToken {
   id: string
-  providerId: string
   token: string
 }
 
-export const DEFAULT_INDUSTRY = 'restaurant'
+const DEFAULT_INDUSTRY = 'restaurant'
 
-/** Issues a new token through `db` (the pool or a transaction); the plain token is returned once, never stored. */
-async function insertToken(db: Kysely<Tables>, providerId: string, nowMs: number): Promise<IssuedToken> {
+/** Issues a provider's or a marketplace's token through `db` (the pool or a transaction); the plain token is returned once, never stored. */
+export async function insertToken(db: Kysely<Tables>, table: 'tokens' | 'marketplace_tokens', ownerId: string, nowMs: number): Promise<IssuedToken> {
   const { token, hash } = generateToken()
   const id = prefixedId('tok', nowMs)
-  await db.insertInto('tokens').values({ id, provider_id: providerId, token_hash: hash, created_at_ms: nowMs, revoked_at_ms: null }).execute()
-  return { id, providerId, token }
+  const owner = table === 'tokens' ? { provider_id: ownerId } : { marketplace_id: ownerId }
+  const row = { id, ...owner, token_hash: hash, created_at_ms: nowMs, revoked_at_ms: null }
+  await db.insertInto(table).values(row).execute()
+  return { id, token }
 }
 
 export class ProviderRepository {
@@ -42,7 +43,7 @@ export class ProviderRepository {
     const provider = { id: prefixedId('prv', nowMs), name: input.name, industry: input.industry ?? DEFAULT_INDUSTRY }
     const token = await this.database.writer.transaction().execute(async (trx) => {
       await trx.insertInto('providers').values({ id: provider.id, name: provider.name, industry: provider.industry, created_at_ms: nowMs }).execute()
-      return insertToken(trx, provider.id, nowMs)
+      return insertToken(trx, 'tokens', provider.id, nowMs)
     })
     return { ...provider, token }
   }
@@ -64,7 +65,7 @@ export class ProviderRepository {
         )
         .executeTakeFirst()
       if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return undefined
-      return insertToken(trx, id, nowMs)
+      return insertToken(trx, 'tokens', id, nowMs)
     })
   }
 
@@ -88,8 +89,9 @@ export class ProviderRepository {
     return row !== undefined
   }
 
-  async createToken(providerId: string, nowMs: number): Promise<IssuedToken> {
-    return insertToken(this.database.writer, providerId, nowMs)
+  async createToken(providerId: string, nowMs: number): Promise<IssuedToken & { providerId: string }> {
+    const { id, token } = await insertToken(this.database.writer, 'tokens', providerId, nowMs)
+    return { id, providerId, token }
   }
 
   /** Revokes a provider's or a marketplace's token; false when none has this id. Revoking twice is not an error. */
