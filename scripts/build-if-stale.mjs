@@ -7,11 +7,10 @@ import { join } from 'node:path'
 const STAMP = 'dist/.built'
 const INPUTS = ['src', 'console', 'package.json', 'tsconfig.json']
 
-const newest = (path) =>
-  statSync(path).isDirectory()
-    ? Math.max(statSync(path).mtimeMs, ...readdirSync(path, { recursive: true }).map((entry) => statSync(join(path, entry)).mtimeMs))
-    : statSync(path).mtimeMs
+// A directory's own time changes when a file in it is deleted or renamed.
+const mtimes = (path) =>
+  [path, ...(statSync(path).isDirectory() ? readdirSync(path, { recursive: true }).map((entry) => join(path, entry)) : [])].map((p) => statSync(p).mtimeMs)
 
-if (!existsSync(STAMP) || statSync(STAMP).mtimeMs < Math.max(...INPUTS.map(newest))) {
+if (!existsSync(STAMP) || statSync(STAMP).mtimeMs < Math.max(...INPUTS.flatMap(mtimes))) {
   execFileSync('npm', ['run', 'build'], { stdio: 'inherit' })
 }

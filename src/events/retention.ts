@@ -32,12 +32,12 @@ export async function pruneEvents(db: Kysely<Tables>, { beforeMs, limit }: { bef
     .limit(limit)
     .execute()
   const logUntil = new Map(
-    byProvider(log).map(([providerId, rows]) => [
+    byProvider(log, 'provider_id').map(([providerId, rows]) => [
       providerId,
       { endpointIds: [...new Set(rows.map((row) => row.endpoint_id))], untilMs: (rows.at(-1) as { at_ms: number }).at_ms },
     ]),
   )
-  const eventIds = new Map(byProvider(events).map(([providerId, rows]) => [providerId, rows.map((row) => row.id)]))
+  const eventIds = new Map(byProvider(events, 'provider_id').map(([providerId, rows]) => [providerId, rows.map((row) => row.id)]))
   let pruned = 0
   for (const providerId of [...new Set([...eventIds.keys(), ...logUntil.keys()])].sort()) {
     pruned += await pruneProvider(db, providerId, eventIds.get(providerId) ?? [], logUntil.get(providerId))

@@ -197,7 +197,7 @@ export async function expireDue(db: Kysely<Tables>, { nowMs, limit }: { nowMs: n
     .limit(limit)
     .execute()
   let recorded = 0
-  for (const [providerId, rows] of byProvider(due)) {
+  for (const [providerId, rows] of byProvider(due, 'provider_id')) {
     const ids = rows.map((row) => row.id)
     recorded += await expireListings(db, providerId, ids, nowMs)
   }

@@ -205,8 +205,7 @@ export function disableReason(gone: boolean, failingSinceMs: number, nowMs: numb
 /** Records attempts in the log, their deliveries and their endpoints, a transaction per provider; returns the endpoints it disabled. */
 export async function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfterMs }: RecordArgs): Promise<string[]> {
   const disabled: string[] = []
-  // byProvider groups by `provider_id`.
-  for (const [providerId, own] of byProvider(records.map((record) => ({ ...record, provider_id: record.providerId })))) {
+  for (const [providerId, own] of byProvider(records, 'providerId')) {
     disabled.push(...(await recordProviderAttempts(db, providerId, own, nowMs, disableAfterMs)))
   }
   return disabled
