@@ -1,8 +1,7 @@
-import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
 import type { Tx } from '../db/connection.js'
+import type { Transact } from '../db/write-transaction.js'
 import { isUniqueViolation } from '../db/dialect.js'
-import type { Tables } from '../db/tables.js'
 import { Problem } from '../errors.js'
 import { insertEvents } from '../events/record.js'
 import { listingId } from '../ids.js'
@@ -33,7 +32,7 @@ export interface StoredListing {
  * unique constraint instead of racing. A batch shares one creation millisecond, the latest clock reading among them,
  * and takes consecutive ticks within it.
  */
-async function insertListings(tx: Tx, providerId: string, creates: readonly ListingCreate[]): Promise<StoredListing[]> {
+export async function insertListings(tx: Tx, providerId: string, creates: readonly ListingCreate[]): Promise<StoredListing[]> {
   const n = creates.length
   const nowMs = Math.max(...creates.map((create) => create.nowMs))
   const counter = await tx
@@ -104,8 +103,8 @@ const MAX_BATCH = 64
 export class ListingCreates {
   readonly #batches: TrailingBatches<ListingCreate, StoredListing>
 
-  constructor(db: Kysely<Tables>, { concurrent }: { concurrent: number }) {
-    const store = (providerId: string, creates: readonly ListingCreate[]) => db.transaction().execute((tx) => insertListings(tx, providerId, creates))
+  constructor(transact: Transact, { concurrent }: { concurrent: number }) {
+    const store = (providerId: string, creates: readonly ListingCreate[]) => transact(insertListings, providerId, creates)
     this.#batches = new TrailingBatches<ListingCreate, StoredListing>(
       async (creates, providerId) => {
         try {
