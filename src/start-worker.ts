@@ -1,5 +1,6 @@
 import { once } from 'node:events'
 import { Worker, type MessagePort } from 'node:worker_threads'
+import type { Settled } from './trailing-batches.js'
 
 /**
  * A worker thread running the module at `url`. Run from source it is a .ts file, and a worker thread inherits no
@@ -72,27 +73,56 @@ export class ThreadRequests<Request extends object> {
   }
 }
 
+/** A failure as it crosses to the other thread: its message and code, which say what it is. */
+export function errorReply(error: unknown): { message: string; code?: string } {
+  const { message, code } = error as { message?: unknown; code?: unknown }
+  return { message: String(message ?? error), ...(typeof code === 'string' ? { code } : {}) }
+}
+
 /**
- * The thread's side of ThreadRequests: each request answered in turn, the next only once the one before is, so a
- * synchronous database connection is never used by two at once.
+ * The thread's side of ThreadRequests: the requests that arrived while the thread was busy are handed over together
+ * (`answerAll`, one outcome each, in order); the next group waits until this one is answered, so a synchronous
+ * database connection is never used by two at once.
  */
-export function serveRequests(port: MessagePort, answer: (request: never) => unknown, close: () => Promise<void>): void {
-  let turn: Promise<unknown> = Promise.resolve()
+export function serveRequests(port: MessagePort, answerAll: (requests: never[]) => Promise<Array<Settled<unknown>>>, close: () => Promise<void>): void {
+  let waiting: Array<{ id: number; request: never }> = []
+  let closing = false
+  let turn: Promise<void> | undefined
+  const serve = async () => {
+    while (waiting.length > 0) {
+      const group = waiting
+      waiting = []
+      const outcomes = await answerAll(group.map((one) => one.request)).catch((error: unknown) => group.map(() => ({ ok: false as const, error })))
+      group.forEach(({ id }, i) => {
+        const outcome = outcomes[i] as Settled<unknown>
+        port.postMessage((outcome.ok ? { id, value: outcome.value } : { id, error: errorReply(outcome.error) }) satisfies Reply)
+      })
+    }
+    turn = undefined
+    if (closing) {
+      await close()
+      port.close()
+    }
+  }
   port.on('message', (message: { id: number; request: never } | { close: true }) => {
-    turn = turn.then(async () => {
-      if ('close' in message) {
-        await close()
-        port.close()
-        return
-      }
-      let reply: Reply
-      try {
-        reply = { id: message.id, value: await answer(message.request) }
-      } catch (error) {
-        const { message: text, code } = error as { message?: unknown; code?: unknown }
-        reply = { id: message.id, error: { message: String(text ?? error), ...(typeof code === 'string' ? { code } : {}) } }
-      }
-      port.postMessage(reply)
-    })
+    if ('close' in message) closing = true
+    else waiting.push(message)
+    // What else has arrived by the next turn of this thread's loop joins the group.
+    turn ??= new Promise((resolve) => setImmediate(resolve)).then(serve)
   })
+}
+
+/** Each request in turn, each with its own outcome. */
+export function oneByOne(answer: (request: never) => unknown): (requests: never[]) => Promise<Array<Settled<unknown>>> {
+  return async (requests) => {
+    const outcomes: Array<Settled<unknown>> = []
+    for (const request of requests) {
+      try {
+        outcomes.push({ ok: true, value: await answer(request) })
+      } catch (error) {
+        outcomes.push({ ok: false, error })
+      }
+    }
+    return outcomes
+  }
 }

@@ -3,7 +3,7 @@ import { after, before } from 'node:test'
 import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
-import { openDatabase, type Database } from '../src/db/connection.js'
+import { inTransaction, openDatabase, type Database } from '../src/db/connection.js'
 import type { ProblemType } from '../src/errors.js'
 import { createAjv } from '../src/http/validation.js'
 import { MarketplaceRepository } from '../src/providers/marketplaces.js'
@@ -164,7 +164,8 @@ export function whileLockedOut(route: string, send: Provocation['send']): Provoc
 async function outsideTheService<T>(service: TestService, make: (database: Database) => Promise<T>): Promise<T> {
   const other = openDatabase(service.databaseUrl)
   try {
-    return await make({ ...other, writer: other.kysely })
+    const onThisThread = inTransaction(other.kysely)
+    return await make({ ...other, writer: other.kysely, transact: onThisThread, transactBackground: onThisThread })
   } finally {
     await other.close()
   }

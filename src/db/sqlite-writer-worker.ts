@@ -1,7 +1,8 @@
-/** The SQLite writer thread: every write of a SQLite file runs on its connection, a whole transaction at a time. */
+/** The SQLite writer thread: every write of a SQLite file runs on its connection. */
 import { parentPort, workerData } from 'node:worker_threads'
-import { Kysely, SqliteDialect } from 'kysely'
+import { Kysely, SqliteDialect, type ControlledTransaction } from 'kysely'
 import { serveRequests } from '../start-worker.js'
+import type { Settled } from '../trailing-batches.js'
 import { openSqliteConnection } from './sqlite-connection.js'
 import { withStatementCache } from './sqlite-statements.js'
 import type { Tables } from './tables.js'
@@ -14,20 +15,62 @@ const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: statement
 
 type Run = (tx: unknown, ...args: unknown[]) => Promise<unknown>
 
-// better-sqlite3 answers synchronously: a transaction's awaits are microtasks, and it runs from start to end in turn.
+/** At most this many writes share a commit: bounds how long the first of them waits for it. */
+const MAX_TOGETHER = 64
+
+function runStatement(sql: string, parameters: unknown[]) {
+  const statement = statements.prepare(sql)
+  if (statement.reader) return { rows: statement.all(parameters) }
+  const { changes, lastInsertRowid } = statement.run(parameters)
+  return { rows: [], changes: Number(changes), lastInsertRowid: Number(lastInsertRowid) }
+}
+
+/**
+ * The writes that arrived together share one transaction and one commit (its fsync is most of a write's cost), each in
+ * a savepoint of its own: one that fails is rolled back alone and answered with its own error, and every other is
+ * answered only once the commit is durable. A failed commit (a full disk) fails them all, as it would each alone.
+ * better-sqlite3 answers synchronously: each runs from start to end before the next.
+ */
+async function writeTogether(requests: WriterRequest[]): Promise<Array<Settled<unknown>>> {
+  const outcomes: Array<Settled<unknown>> = []
+  for (let first = 0; first < requests.length; first += MAX_TOGETHER) {
+    outcomes.push(...(await commitTogether(requests.slice(first, first + MAX_TOGETHER))))
+  }
+  return outcomes
+}
+
+async function commitTogether(group: WriterRequest[]): Promise<Array<Settled<unknown>>> {
+  const trx = await db.startTransaction().execute()
+  try {
+    const done: Array<Settled<unknown>> = []
+    for (const request of group) {
+      const savepoint = await trx.savepoint('write').execute()
+      try {
+        done.push({ ok: true, value: await writeIn(savepoint, request) })
+      } catch (error) {
+        done.push({ ok: false, error })
+        await savepoint.rollbackToSavepoint('write').execute()
+      }
+      await savepoint.releaseSavepoint('write').execute()
+    }
+    await trx.commit().execute()
+    return done
+  } catch (error) {
+    // SQLite may have rolled the transaction back itself (SQLITE_FULL, IOERR): its ROLLBACK then does nothing
+    // (withStatementCache), and Kysely lets go of the connection.
+    await trx.rollback().execute()
+    return group.map(() => ({ ok: false, error }))
+  }
+}
+
+function writeIn(tx: ControlledTransaction<Tables, ['write']>, request: WriterRequest): Promise<unknown> | ReturnType<typeof runStatement> {
+  if (request.type === 'run') return runStatement(request.sql, request.parameters as unknown[])
+  const run = writeTransactions[request.name as WriteTransactionName] as Run
+  return run(tx, ...(request.args as unknown[]))
+}
+
 serveRequests(
   parentPort,
-  (request: WriterRequest) => {
-    if (request.type === 'transact') {
-      const run = writeTransactions[request.name as WriteTransactionName] as Run
-      const args = request.args as unknown[]
-      return db.transaction().execute((tx) => run(tx, ...args))
-    }
-    const statement = statements.prepare(request.sql)
-    const parameters = request.parameters as unknown[]
-    if (statement.reader) return { rows: statement.all(parameters) }
-    const { changes, lastInsertRowid } = statement.run(parameters)
-    return { rows: [], changes: Number(changes), lastInsertRowid: Number(lastInsertRowid) }
-  },
+  (requests: WriterRequest[]) => writeTogether(requests),
   () => db.destroy(),
 )

@@ -4,7 +4,7 @@ import { Kysely, SqliteDialect } from 'kysely'
 import { openSqliteConnection } from '../db/sqlite-connection.js'
 import { withStatementCache } from '../db/sqlite-statements.js'
 import type { Tables } from '../db/tables.js'
-import { serveRequests } from '../start-worker.js'
+import { oneByOne, serveRequests } from '../start-worker.js'
 import { sqliteCandidates } from './repository.js'
 import { search, type SearchQuery } from './search.js'
 
@@ -16,6 +16,6 @@ const candidates = sqliteCandidates(db)
 
 serveRequests(
   parentPort,
-  (query: SearchQuery) => search(query, candidates),
+  oneByOne((query: SearchQuery) => search(query, candidates)),
   () => db.destroy(),
 )
