@@ -168,7 +168,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const imageStore = deps.imageStore ?? (await openImageStore(config))
   const address = serviceAddress(config, () => (app.server.listening ? (app.server.address() as AddressInfo).port : undefined))
   checkImages = drain.bound(withHostedImages(checkImages, uploads, address.origins, clock))
-  await app.register(serveImageRoutes, { store: imageStore })
+  await app.register(serveImageRoutes, { store: imageStore, clock })
 
   const providers = new ProviderRepository(database)
   // DATABASE_READ_URL: the provider's reads and discovery's candidates on the standby.

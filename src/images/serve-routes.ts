@@ -3,7 +3,9 @@ import { Type } from 'typebox'
 import { Problem } from '../errors.js'
 import { notModified } from '../http/conditional.js'
 import { notModifiedResponse } from '../http/openapi.js'
-import type { ImageStore } from './image-store.js'
+import type { Clock } from '../clock.js'
+import { TtlCache } from '../ttl-cache.js'
+import type { ImageStore, StoredImage } from './image-store.js'
 import { parseImageFileName } from './uploads.js'
 
 const EXAMPLE_FILE = 'img_q3Jx0N4v2b7sYc1WmT9kZp5A.jpg'
@@ -25,8 +27,24 @@ const imageContent = Object.fromEntries(
   ['image/jpeg', 'image/png', 'image/webp', 'image/gif'].map((type) => [type, { schema: { type: 'string', contentMediaType: type }, example: '(the image)' }]),
 )
 
-/** GET and HEAD /images/{file}: uploaded images, public, straight from the store. */
-export const serveImageRoutes: FastifyPluginAsyncTypebox<{ store: ImageStore }> = async (app, { store }) => {
+/**
+ * Images never change under their name, so the small ones asked often (a brand's logo on every listing) are kept
+ * in memory a while: a minute, so an image removed as unused is gone from every instance soon after.
+ */
+const CACHED_BYTES = 256 * 1024
+const CACHE_ENTRIES = 128
+const CACHE_TTL_MS = 60_000
+
+/** GET and HEAD /images/{file}: uploaded images, public, from the store or, when small and asked recently, from memory. */
+export const serveImageRoutes: FastifyPluginAsyncTypebox<{ store: ImageStore; clock: Clock }> = async (app, { store, clock }) => {
+  const recent = new TtlCache<Buffer>(CACHE_ENTRIES, CACHE_TTL_MS)
+  const read = async (file: string): Promise<StoredImage | undefined> => {
+    const cached = recent.get(file, clock())
+    if (cached) return { body: cached, bytes: cached.length }
+    const stored = await store.get(file)
+    if (stored && Buffer.isBuffer(stored.body) && stored.bytes <= CACHED_BYTES) recent.set(file, stored.body, clock())
+    return stored
+  }
   const schema = {
     operationId: 'getImage',
     tags: ['images'],
@@ -60,7 +78,10 @@ export const serveImageRoutes: FastifyPluginAsyncTypebox<{ store: ImageStore }> 
         if (!image) throw missing()
         const etag = `"${image.id}"`
         const conditional = notModified(request.headers['if-none-match'], etag)
-        const found = conditional || request.method === 'HEAD' ? await store.size(request.params.file) : await store.get(request.params.file)
+        const found =
+          conditional || request.method === 'HEAD'
+            ? (recent.get(request.params.file, clock())?.length ?? (await store.size(request.params.file)))
+            : await read(request.params.file)
         if (found === undefined) throw missing()
         reply.headers(IMAGE_HEADERS).header('etag', etag).type(`image/${image.format}`)
         if (conditional) return reply.code(304).send()

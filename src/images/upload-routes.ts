@@ -52,9 +52,11 @@ const tooLarge = (maxBytes: number) => {
  * past it is refused at that point, and one that does not start as an accepted image at its first bytes.
  */
 function readImageBody(payload: Readable, declaredLength: string | undefined, maxBytes: number): Promise<{ bytes: Buffer; format: ImageFormat }> {
-  if (Number(declaredLength) > maxBytes) return Promise.reject(tooLarge(maxBytes))
+  const declared = declaredLength === undefined ? undefined : Number(declaredLength)
+  if (declared !== undefined && declared > maxBytes) return Promise.reject(tooLarge(maxBytes))
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
+    // Into one buffer of the declared size: collected and then joined, a body would be held twice for a moment.
+    let body = Buffer.allocUnsafe(declared ?? 64 * 1024)
     let length = 0
     let format: ImageFormat | undefined
     // Nothing more is kept; what still arrives is dropped until the connection closes after the answer.
@@ -63,23 +65,27 @@ function readImageBody(payload: Readable, declaredLength: string | undefined, ma
       payload.removeAllListeners('end')
       reject(problem)
     }
-    const judge = (head: Buffer) => {
+    const judge = () => {
+      const head = body.subarray(0, Math.min(length, SNIFF_BYTES))
       format = sniffImageFormat(head)
       if (format) return true
-      const detail = `content is ${describeContent(head)}; accepted: ${ACCEPTED_FORMATS}`
+      const detail = `content is ${describeContent(body.subarray(0, Math.min(length, 512)))}; accepted: ${ACCEPTED_FORMATS}`
       stop(new Problem('unsupported-image-format', detail, { errors: [{ pointer: '', detail }] }))
       return false
     }
     payload.on('data', (chunk: Buffer) => {
-      chunks.push(chunk)
+      if (length + chunk.length > maxBytes) {
+        stop(tooLarge(maxBytes))
+        return
+      }
+      if (length + chunk.length > body.length) body = Buffer.concat([body.subarray(0, length)], Math.min(maxBytes, 2 * (length + chunk.length)))
+      chunk.copy(body, length)
       length += chunk.length
-      if (length > maxBytes) stop(tooLarge(maxBytes))
-      else if (format === undefined && length >= SNIFF_BYTES) judge(Buffer.concat(chunks))
+      if (format === undefined && length >= SNIFF_BYTES) judge()
     })
     payload.once('error', reject)
     payload.once('end', () => {
-      const bytes = Buffer.concat(chunks, length)
-      if (format !== undefined || judge(bytes)) resolve({ bytes, format: format as ImageFormat })
+      if (format !== undefined || judge()) resolve({ bytes: body.subarray(0, length), format: format as ImageFormat })
     })
   })
 }
