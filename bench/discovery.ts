@@ -14,17 +14,15 @@
  *   npm run bench:discovery -- --baseline /path/to/pre-discovery/dist   (adds the create comparison)
  *   npm run bench:discovery -- --sizes '' --dialects sqlite --baseline /path/to/dist --create-rounds 3   (creates only)
  */
-import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
 import { openDatabase, type Database } from '../src/db/connection.js'
-import { createTestDatabase } from '../test/helper.js'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
 import { runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
-import { listingBody, machine, ROOT, startService, writeResult } from './lib.js'
+import { DENSE_CITY, discoverKinds, fiveKmPage, inDisc, KM_PER_DEGREE } from './city.js'
+import { freshDatabase, settle } from './databases.js'
+import { fmt, listingBody, machine, ROOT, startCeiling, startService, writeResult } from './lib.js'
 import { seed } from './seed.js'
 import { seededRandom as random } from '../test/seeded-random.js'
 
@@ -49,20 +47,8 @@ const WARMUP_S = 2
 const PER_PROVIDER = 10_000
 const DENSE_CITY_LISTINGS = 50_000
 
-const KM_PER_DEGREE = 111.195
 /** The region: 1,000 km × 1,000 km around Riyadh's latitude. */
 const REGION = { south: 20.2, north: 20.2 + 1000 / KM_PER_DEGREE, west: 41.5, east: 41.5 + 1000 / (KM_PER_DEGREE * Math.cos((24.7 * Math.PI) / 180)) }
-const DENSE_CITY = { latitude: 24.7136, longitude: 46.6753 }
-
-/** A point within `radiusKm` of a centre, uniform over the disc. */
-function inDisc(next: () => number, centre: { latitude: number; longitude: number }, radiusKm: number) {
-  const r = radiusKm * Math.sqrt(next())
-  const angle = 2 * Math.PI * next()
-  return {
-    latitude: centre.latitude + (r * Math.cos(angle)) / KM_PER_DEGREE,
-    longitude: centre.longitude + (r * Math.sin(angle)) / (KM_PER_DEGREE * Math.cos((centre.latitude * Math.PI) / 180)),
-  }
-}
 
 const kmFromDenseCity = (p: { latitude: number; longitude: number }) =>
   Math.hypot(
@@ -112,30 +98,7 @@ async function seedRange(database: Database, from: number, to: number, place: Re
     token = seeded.token
     if ((first + count) % 100_000 === 0) console.error(`  seeded ${first + count}`)
   }
-  // This machine's PostgreSQL runs without autovacuum (docs/benchmarks.md): what autovacuum does after a bulk insert is done
-  // here. ANALYZE gathers the planner's statistics; VACUUM marks the pages all-visible, without which an index-only
-  // scan (discovery's indexes hold what the query reads) visits every row's page too (EXPLAIN: Heap Fetches).
-  if (database.dialect === 'postgres') await sql`vacuum analyze`.execute(database.kysely)
   return token
-}
-
-async function startCeiling(bytes: Buffer): Promise<{ baseUrl: string; stop(): void }> {
-  const file = join(mkdtempSync(join(tmpdir(), 'listing-ceiling-')), 'page.json')
-  writeFileSync(file, bytes)
-  const child = spawn(process.execPath, [join(ROOT, 'bench/ceiling-server.mjs'), file], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const port = await new Promise<string>((resolve) => child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(d.trim())))
-  return { baseUrl: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') }
-}
-
-/**
- * After a bulk seed, the database's writes are still going out: PostgreSQL's checkpoint and the kernel's
- * writeback of a GB of dirty pages ran during the first measurements and took up to 40% of the ceiling itself
- * (2026-11-24 21:23 run). Checkpoint, then sync, before measuring.
- */
-async function settle(database: Database): Promise<void> {
-  if (database.dialect === 'postgres') await sql`checkpoint`.execute(database.kysely)
-  else await sql`pragma wal_checkpoint(truncate)`.execute(database.kysely)
-  execFileSync('sync')
 }
 
 async function measure(baseUrl: string, kinds: RequestKind[]): Promise<LoadResult> {
@@ -167,32 +130,12 @@ function meanOf(runs: LoadResult[]): LoadResult {
 const rounds = (runs: LoadResult[]) =>
   runs.length > 1 ? `mean of ${runs.length} rounds, alternating: ${runs.map((run) => fmt(run.rps)).join(', ')} req/s; worst p99` : undefined
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
-
-/** 16 points within 2 km of the dense city's centre: the same questions at every size, not one cached path. */
-const QUERY_POINTS = (() => {
-  const next = random(99)
-  return Array.from({ length: 16 }, () => inDisc(next, DENSE_CITY, 2))
-})()
-
 async function measureDiscovery(databaseUrl: string, token: string, marketplaceToken: string): Promise<Row[]> {
   const service = await startService({ DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, token)
-  const auth = { authorization: `Bearer ${marketplaceToken}` }
-  const kinds = (radiusKm: number, sort: string) =>
-    QUERY_POINTS.map((p): RequestKind => ({
-      weight: 1,
-      method: 'GET',
-      path: `/api/v1/discover?latitude=${p.latitude.toFixed(6)}&longitude=${p.longitude.toFixed(6)}&radiusKm=${radiusKm}&sort=${sort}&limit=20`,
-      headers: auth,
-    }))
+  const kinds = (radiusKm: number, sort: 'distance' | 'ending_soon') => discoverKinds(marketplaceToken, radiusKm, sort)
   const rows: Row[] = []
   try {
-    const sample = kinds(5, 'distance')[0] as RequestKind
-    const answer = await fetch(`${service.baseUrl}${sample.path}`, { headers: auth })
-    const bytes = Buffer.from(await answer.arrayBuffer())
-    const page = JSON.parse(bytes.toString('utf8')) as { data: Array<{ distanceMeters: number }> }
-    if (answer.status !== 200 || page.data.length !== 20)
-      throw new Error(`the 5 km query answered ${answer.status}: ${bytes.subarray(0, 300).toString('utf8')}`)
+    const bytes = await fiveKmPage(service.baseUrl, marketplaceToken)
     // The target is a ratio of two runs, each of which moved by ±20% between minutes: the ceiling and the 5 km
     // query alternate, ROUNDS times, and their means are compared.
     const ceiling = await startCeiling(bytes)
@@ -231,14 +174,6 @@ function table(rows: Row[]): string[] {
         `| ${scenario}${note ? ` (${note})` : ''} | ${fmt(result.rps)} | ${fmt(result.p50Ms, 2)} ms | ${fmt(result.p99Ms, 2)} ms | ${fmt((100 * result.rps) / ceiling, 1)}% | ${result.failures} |`,
     ),
   ]
-}
-
-async function freshDatabase(dialect: 'sqlite' | 'postgres'): Promise<{ url: string; drop(): Promise<void> }> {
-  if (dialect === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'listing-bench-'))
-    return { url: `sqlite:${join(dir, 'bench.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) }
-  }
-  return createTestDatabase('postgres')
 }
 
 async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {

@@ -8,9 +8,8 @@
  *   npm run bench:http -- --listings 1000000        (the 1M figures; seeding takes a few minutes)
  *   npm run bench:http -- --mix-duration 300        (the 5-minute mixed run, memory sampled throughout)
  */
-import { spawn } from 'node:child_process'
 import http from 'node:http'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -18,7 +17,7 @@ import { openDatabase } from '../src/db/connection.js'
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
 import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
-import { cpuSeconds, cpuSecondsOfCommand, listingBody, machine, ROOT, sampleRss, startService, writeResult, type RunningService } from './lib.js'
+import { cpuSeconds, cpuSecondsOfCommand, listingBody, machine, sampleRss, startCeiling, startService, writeResult, type RunningService } from './lib.js'
 import { seed } from './seed.js'
 
 const { values: args } = parseArgs({
@@ -78,14 +77,6 @@ function createBody(images: ImageServer, itemCount: number): string {
   // With several items, each has its own image, the same on every create: after the first they come from the cache.
   const itemImages = itemCount > 1 ? Array.from({ length: itemCount }, (_, i) => images.url(`/img/item-${i}.png`)) : [undefined]
   return JSON.stringify(listingBody(UNIQUE, images.url('/img/brand.png'), itemImages))
-}
-
-async function startCeiling(pageBytes: Buffer): Promise<{ baseUrl: string; stop(): void }> {
-  const file = join(mkdtempSync(join(tmpdir(), 'listing-ceiling-')), 'page.json')
-  writeFileSync(file, pageBytes)
-  const child = spawn(process.execPath, [join(ROOT, 'bench/ceiling-server.mjs'), file], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const port = await new Promise<string>((resolve) => child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(d.trim())))
-  return { baseUrl: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') }
 }
 
 /** As many requests as the server answers (wrk), after a warm-up. */

@@ -161,6 +161,30 @@ export async function sampleRss<T>(pid: number, work: Promise<T>): Promise<{ res
   }
 }
 
+/** A bare node:http server answering every request with `bytes` (bench/ceiling-server.mjs): the machine's ceiling. */
+export async function startCeiling(bytes: Buffer): Promise<{ baseUrl: string; stop(): void }> {
+  const dir = mkdtempSync(join(tmpdir(), 'listing-ceiling-'))
+  writeFileSync(join(dir, 'page.json'), bytes)
+  const child = spawn(process.execPath, [join(ROOT, 'bench/ceiling-server.mjs'), join(dir, 'page.json')], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const port = await new Promise<string>((done) => child.stdout?.setEncoding('utf8').once('data', (d: string) => done(d.trim())))
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    stop: () => {
+      child.kill('SIGTERM')
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** A number for a table: thousands separated, `digits` decimals. */
+export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+
+export function medianOf(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length / 2
+  return sorted.length % 2 === 1 ? (sorted[Math.floor(mid)] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
+}
+
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN

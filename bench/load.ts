@@ -5,7 +5,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
@@ -13,18 +13,24 @@ import { runOpenLoop } from './open-loop.js'
 
 /** Where a request body must differ on every request (a create's referenceId), it holds this placeholder. */
 export const UNIQUE = '@UNIQUE@'
+/**
+ * Where a body must hold a number that differs from the last request's (a PATCH's quantity, so that every PATCH
+ * is a real change), it holds this placeholder: an integer from 1 to 1,000,000.
+ */
+export const COUNTER = '@COUNTER@'
+const PLACEHOLDERS = /(@UNIQUE@|@COUNTER@)/
 
 export interface RequestKind {
   /** Share of the mix; weights are relative. */
   weight: number
-  method: 'GET' | 'POST'
+  method: 'GET' | 'POST' | 'PATCH'
   path: string
   headers: Record<string, string>
   body?: string
 }
 
 export interface LoadResult {
-  tool: 'wrk' | 'autocannon' | 'open loop'
+  tool: 'wrk' | 'autocannon' | 'open loop' | 'each once'
   requests: number
   rps: number
   p50Ms: number
@@ -66,6 +72,12 @@ export function runLoad(baseUrl: string, kinds: RequestKind[], options: LoadOpti
   return loadTool === 'wrk' && !options.nodeClient ? runWrk(baseUrl, kinds, options) : runAutocannon(baseUrl, kinds, options)
 }
 
+/** As many requests as the server answers, after a warm-up of `warmupS` seconds of the same load that is not counted. */
+export async function runWarmedUp(baseUrl: string, kinds: RequestKind[], options: LoadOptions & { warmupS: number }): Promise<LoadResult> {
+  await runLoad(baseUrl, kinds, { ...options, durationS: options.warmupS })
+  return runLoad(baseUrl, kinds, options)
+}
+
 /** One request kind, drawn by weight. */
 export function pickKind(kinds: RequestKind[]): RequestKind {
   const total = kinds.reduce((sum, kind) => sum + kind.weight, 0)
@@ -76,8 +88,11 @@ export function pickKind(kinds: RequestKind[]): RequestKind {
 // Two runs of one scenario must not replay each other's creates: every body gets this process's nonce.
 const nonce = randomUUID().slice(0, 8)
 let sequence = 0
-/** The kind's body with its UNIQUE placeholder replaced by a value never sent before. */
-export const uniqueBody = (kind: RequestKind) => kind.body?.replace(UNIQUE, `${nonce}-${++sequence}`)
+/** The kind's body with its placeholders replaced: UNIQUE by a value never sent before, COUNTER by a number. */
+export const uniqueBody = (kind: RequestKind) => {
+  const n = ++sequence
+  return kind.body?.replace(UNIQUE, `${nonce}-${n}`).replace(COUNTER, String((n % 1_000_000) + 1))
+}
 
 /** A Lua long string: bodies go in verbatim (UTF-8 bytes, quotes and all). */
 const luaString = (text: string) => `[==[${text}]==]`
@@ -89,9 +104,10 @@ function wrkScript(kinds: RequestKind[]): string {
     const headers = Object.entries(kind.headers)
       .map(([name, value]) => `[ ${luaString(name)} ] = ${luaString(value)}`) // "[[" would open a long string
       .join(', ')
-    const [prefix, suffix] = kind.body === undefined ? [] : kind.body.split(UNIQUE)
+    // The body's text and placeholders in turn: a placeholder is 1 (UNIQUE) or 2 (COUNTER), filled per request.
+    const parts = kind.body?.split(PLACEHOLDERS).map((part) => (part === UNIQUE ? '1' : part === COUNTER ? '2' : luaString(part)))
     return `{ weight = ${kind.weight}, method = "${kind.method}", path = ${luaString(kind.path)}, headers = { ${headers} }${
-      prefix === undefined ? '' : `, prefix = ${luaString(prefix)}, suffix = ${luaString(suffix ?? '')}`
+      parts === undefined ? '' : `, body = { ${parts.join(', ')} }`
     } }`
   })
   return `
@@ -108,14 +124,24 @@ function init(args)
   math.randomseed(${Math.floor(Math.random() * 1e9)} + tid * 7919)
 end
 local n = 0
+-- The two threads' counters start half the range apart: within a run they never send the same number together.
+local function fill(parts)
+  local out = {}
+  for i, part in ipairs(parts) do
+    if part == 1 then out[i] = "${nonce}-" .. tid .. "-" .. n
+    elseif part == 2 then out[i] = tostring((tid * 500009 + n) % 1000000 + 1)
+    else out[i] = part end
+  end
+  return table.concat(out)
+end
 function request()
   n = n + 1
   local pick = math.random() * total
   for i, kind in ipairs(kinds) do
     pick = pick - kind.weight
     if pick < 0 or i == #kinds then
-      if kind.prefix then
-        return wrk.format(kind.method, kind.path, kind.headers, kind.prefix .. "${nonce}-" .. tid .. "-" .. n .. kind.suffix)
+      if kind.body then
+        return wrk.format(kind.method, kind.path, kind.headers, fill(kind.body))
       end
       return wrk.format(kind.method, kind.path, kind.headers)
     end
@@ -131,7 +157,8 @@ end
 }
 
 async function runWrk(baseUrl: string, kinds: RequestKind[], { connections, durationS }: LoadOptions): Promise<LoadResult> {
-  const script = join(mkdtempSync(join(tmpdir(), 'listing-wrk-')), 'mix.lua')
+  const dir = mkdtempSync(join(tmpdir(), 'listing-wrk-'))
+  const script = join(dir, 'mix.lua')
   writeFileSync(script, wrkScript(kinds))
   const args = ['-t2', `-c${connections}`, `-d${durationS}s`, '--timeout', '5s', '-s', script, baseUrl]
   const output = await new Promise<string>((resolve, reject) => {
@@ -140,7 +167,7 @@ async function runWrk(baseUrl: string, kinds: RequestKind[], { connections, dura
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
     child.once('error', reject)
     child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}: ${out}`))))
-  })
+  }).finally(() => rmSync(dir, { recursive: true, force: true }))
   const line = output.split('\n').find((l) => l.startsWith('WRK_RESULT '))
   if (!line) throw new Error(`wrk printed no result:\n${output}`)
   const r = JSON.parse(line.slice('WRK_RESULT '.length)) as Record<'requests' | 'durationUs' | 'p50Us' | 'p99Us' | 'status' | 'socket', number>

@@ -32,6 +32,7 @@ import { ListingRepository } from './listings/repository.js'
 import { CursorCodec } from './discovery/cursor.js'
 import { DiscoveryRepository } from './discovery/repository.js'
 import { discoveryRoutes } from './discovery/routes.js'
+import { Representations } from './listings/representations.js'
 import { EventFeed } from './events/feed.js'
 import { eventRoutes } from './events/routes.js'
 import { WebhookRepository } from './webhooks/repository.js'
@@ -71,6 +72,9 @@ const CONNECTIONS_CHECKING_INTERVAL_MS = 1000
 
 /** Larger bodies are 413, refused before they are read. */
 const BODY_LIMIT_BYTES = 1024 * 1024
+
+/** What the kept representations of listings may take: a listing of 100 items is about 20 KB. */
+const REPRESENTATIONS_BYTES = 32 * 1024 * 1024
 
 const CLIENT_REQUEST_ID = /^[\x21-\x7E]{1,128}$/
 
@@ -204,7 +208,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         clock,
         create: {
           listings,
-          creates: new ListingCreates(database.writer, { concurrent: database.dialect === 'postgres' ? 2 : 1 }),
+          creates: new ListingCreates(database.transact, { concurrent: database.dialect === 'postgres' ? 2 : 1 }),
           clock,
           checkImages,
           ttlSeconds: {
@@ -221,7 +225,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         clock,
         baseUrl: address.baseUrl,
       })
-      await api.register(oneListingRoutes, { listings, db: database.writer, clock })
+      await api.register(oneListingRoutes, { listings, transact: database.transact, clock })
       await api.register(eventRoutes, { feed: new EventFeed(database, reads) })
       await api.register(webhookRoutes, {
         webhooks: new WebhookRepository(database),
@@ -229,7 +233,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       })
       // The one marketplace route (config.principal); every other is a provider's.
-      await api.register(discoveryRoutes, { discovery: new DiscoveryRepository(database, reads), cursors: await CursorCodec.of(database), clock })
+      const discovery = new DiscoveryRepository(database, reads)
+      app.addHook('onClose', () => discovery.close())
+      await api.register(discoveryRoutes, {
+        discovery,
+        representations: new Representations(REPRESENTATIONS_BYTES),
+        cursors: await CursorCodec.of(database),
+        clock,
+      })
     },
     { prefix: '/api/v1' },
   )

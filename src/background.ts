@@ -1,9 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { Kysely } from 'kysely'
 import type { Clock } from './clock.js'
 import { retryDelaysMs, type Config } from './config.js'
 import { isDatabaseUnavailable } from './db/dialect.js'
-import type { Tables } from './db/tables.js'
+import type { JobDatabase } from './db/connection.js'
 import { PRUNE_BATCH, PRUNE_INTERVAL_MS, pruneEvents } from './events/retention.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import { openImageStore, type ImageStore } from './images/image-store.js'
@@ -20,7 +19,7 @@ export interface BackgroundJobs {
 }
 
 export interface BackgroundDependencies {
-  db: Kysely<Tables>
+  db: JobDatabase
   clock: Clock
   logger: FastifyBaseLogger
   metrics: Metrics

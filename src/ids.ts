@@ -64,6 +64,17 @@ export function listingId(createdAtMs: number, tick: number, random = listingIdR
   return encodeTime(createdAtMs) + encodeNumber(tick, TICK_DIGITS) + random
 }
 
+/**
+ * listingId() as SQL over expressions for the millisecond, the tick and the random part (PostgreSQL: a create is one
+ * statement there, and these come from the provider's counter under its lock). Each digit is the base-32 digit of
+ * `(value >> 5k) & 31`, most significant first; test/ids.test.ts checks it against listingId().
+ */
+export function listingIdSql(createdAtMs: string, tick: string, random: string): string {
+  const digits = (value: string, count: number) =>
+    Array.from({ length: count }, (_, i) => `substr('${ALPHABET}', cast(((${value}) >> ${5 * (count - 1 - i)}) & 31 as integer) + 1, 1)`)
+  return [...digits(createdAtMs, TIME_DIGITS), ...digits(tick, TICK_DIGITS), random].join(' || ')
+}
+
 /** An opaque, time-ordered id with a type prefix (`prv_…`, `tok_…`) that says what it names. */
 export function prefixedId(prefix: string, nowMs: number): string {
   return `${prefix}_${encodeTime(nowMs)}${encodeBits(randomPart(10))}`

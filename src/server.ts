@@ -5,7 +5,7 @@ import { buildApp } from './app.js'
 import { startBackgroundJobs, type BackgroundJobs } from './background.js'
 import { systemClock } from './clock.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
-import { openDatabase, parseDatabaseUrl } from './db/connection.js'
+import { jobDatabase, openDatabase, parseDatabaseUrl } from './db/connection.js'
 import { migrate, missingRoleSettings, pendingMigrations } from './db/migrate.js'
 import { Drain } from './http/drain.js'
 import { RequestPressure } from './http/request-pressure.js'
@@ -160,7 +160,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   if (config.METRICS_PORT !== undefined) metricsPort = await metricsListener(metrics, config.METRICS_PORT, config.HOST)
   const pressure = new RequestPressure()
   pressure.watch(app.server)
-  jobs = startBackgroundJobs({ db: database.background, clock: systemClock, logger, metrics, busy: () => pressure.busy(), config })
+  jobs = startBackgroundJobs({ db: jobDatabase(database), clock: systemClock, logger, metrics, busy: () => pressure.busy(), config })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it is done.

@@ -1,3 +1,4 @@
+import { jobDatabase } from '../src/db/connection.js'
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { pruneEvents } from '../src/events/retention.js'
@@ -118,7 +119,7 @@ await describeEachDialect('event feed', (service) => {
 
     service.clock.now += 2 * dayMs
     // Earlier tests' events on this service are as old: they go too.
-    const pruned = await pruneEvents(service.database.writer, { beforeMs: service.clock() - service.config.EVENT_RETENTION_DAYS * dayMs, limit: 1000 })
+    const pruned = await pruneEvents(jobDatabase(service.database), { beforeMs: service.clock() - service.config.EVENT_RETENTION_DAYS * dayMs, limit: 1000 })
     assert.ok(pruned >= 1)
     const kept = (await service.request('GET', '/api/v1/events', { token })).body.data
     assert.equal(kept.length, 1)

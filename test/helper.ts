@@ -9,7 +9,7 @@ import { Redis } from 'ioredis'
 import pg from 'pg'
 import { buildApp, type AppDependencies } from '../src/app.js'
 import { loadConfig, type Config } from '../src/config.js'
-import { openDatabase, type Database, type DialectName } from '../src/db/connection.js'
+import { jobDatabase, openDatabase, type Database, type DialectName } from '../src/db/connection.js'
 import { migrate, migrations } from '../src/db/migrate.js'
 import { Drain } from '../src/http/drain.js'
 import type { ImageCheck } from '../src/images/check.js'
@@ -267,7 +267,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     database,
     databaseUrl: testDatabase.url,
     drain,
-    recordExpiries: () => recordExpiries(database.writer, clock),
+    recordExpiries: () => recordExpiries(jobDatabase(database), clock),
     baseUrl: address,
     clock,
     config,

@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import { sql } from 'kysely'
 import { openImageStore } from '../src/images/image-store.js'
 import { DecodeSlots } from '../src/images/process-image.js'
+import { jobDatabase } from '../src/db/connection.js'
 import { removeUnusedImages } from '../src/images/uploads.js'
 import { item, listingBody } from './fixtures.js'
 import { describeEachDialect, type Response, type TestService } from './helper.js'
@@ -287,7 +288,7 @@ await describeEachDialect(
     test('an upload no listing names is removed after IMAGE_UNUSED_DAYS; one a listing names stays; a repeated upload starts its days again', async () => {
       const provider = await service.newProvider()
       const store = await openImageStore(service.config)
-      const remove = () => removeUnusedImages(service.database.writer, store, { beforeMs: service.clock.now - 7 * DAY_MS, limit: 100 })
+      const remove = () => removeUnusedImages(jobDatabase(service.database), store, { beforeMs: service.clock.now - 7 * DAY_MS, limit: 100 })
       const listed = (await upload(service, provider.token, await phonePhoto(50, 40))).body
       const unused = (await upload(service, provider.token, await phonePhoto(51, 40))).body
       const repeatedPhoto = await phonePhoto(52, 40)
@@ -321,8 +322,8 @@ await describeEachDialect(
         service.database.kysely,
       )
       const removed = await Promise.all([
-        removeUnusedImages(service.database.writer, store, options),
-        removeUnusedImages(service.database.writer, store, options),
+        removeUnusedImages(jobDatabase(service.database), store, options),
+        removeUnusedImages(jobDatabase(service.database), store, options),
       ])
       assert.equal(removed[0] + removed[1], Number(due.rows[0]?.n))
       assert.deepEqual(await providerImages(service, provider.id), [])

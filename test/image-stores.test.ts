@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import S3rver from 's3rver'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { openDatabase } from '../src/db/connection.js'
+import { jobDatabase, openDatabase } from '../src/db/connection.js'
 import { openImageStore, type ImageStore, type StoredImage } from '../src/images/image-store.js'
 import { removeUnusedImages } from '../src/images/uploads.js'
 import { item, listingBody } from './fixtures.js'
@@ -119,7 +119,7 @@ for (const kind of ['file', 's3'] as const) {
           const unused = await upload(secondUrl, await phonePhoto(65, 48))
           first.clock.now += 8 * DAY_MS
           const store = await openImageStore(config)
-          assert.equal(await removeUnusedImages(first.database.writer, store, { beforeMs: first.clock.now - 7 * DAY_MS, limit: 10 }), 1)
+          assert.equal(await removeUnusedImages(jobDatabase(first.database), store, { beforeMs: first.clock.now - 7 * DAY_MS, limit: 10 }), 1)
           const after = await Promise.all([uploaded, unused].map(({ body }) => fetch(`${secondUrl}${new URL(body.url).pathname}`)))
           assert.deepEqual(
             after.map((response) => response.status),

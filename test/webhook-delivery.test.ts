@@ -1,3 +1,4 @@
+import { jobDatabase } from '../src/db/connection.js'
 import assert from 'node:assert/strict'
 import { afterEach, test } from 'node:test'
 import { pino } from 'pino'
@@ -35,7 +36,7 @@ function startWorker(
   options: { busy?: () => boolean; pollMs?: number } = {},
 ): DeliveryWorker {
   const worker = new DeliveryWorker({
-    db: service.database.background,
+    db: jobDatabase(service.database),
     onClaim: (found) => {
       for (const listener of claimListeners) listener(found)
     },

@@ -1,22 +1,14 @@
 import type SQLite from 'better-sqlite3'
 import { createHash } from 'node:crypto'
-import {
-  Kysely,
-  PostgresDialect,
-  type KyselyConfig,
-  SqliteDialect,
-  type PostgresPool,
-  type PostgresPoolClient,
-  type SqliteDatabase,
-  type SqliteStatement,
-  type Transaction,
-} from 'kysely'
+import { Kysely, PostgresDialect, type KyselyConfig, SqliteDialect, type PostgresPool, type PostgresPoolClient, type Transaction } from 'kysely'
 import pg from 'pg'
 import { isDatabaseUnavailable } from './dialect.js'
 import { queryOperation, type QueryOperation } from './query-operation.js'
 import { openSqliteConnection } from './sqlite-connection.js'
-import { sqliteWriterDialect } from './sqlite-writer.js'
+import { withStatementCache } from './sqlite-statements.js'
+import { SqliteWriter } from './sqlite-writer.js'
 import type { Tables } from './tables.js'
+import type { Transact } from './write-transaction.js'
 
 export type DialectName = 'sqlite' | 'postgres'
 
@@ -28,20 +20,34 @@ export interface Database {
   readonly kysely: Kysely<Tables>
   /** Without the client-side query bound, for migrations: DDL on a large table may rightly take minutes. */
   readonly unbounded: Kysely<Tables>
-  /** Where write transactions run. A SQLite file: its own connection on a worker thread, so no fsync stops the event loop. */
+  /** For single write statements. A SQLite file: its own connection on a worker thread, so no fsync stops the event loop. */
   readonly writer: Kysely<Tables>
   /**
-   * For the background jobs: `writer`, but on PostgreSQL never prepared. Their queues swing from empty to large, and a
-   * plan cached while a table was empty stays a full scan until the next ANALYZE.
+   * Runs a write transaction where the write lock lives: on a SQLite file's writer thread, whole, with no message
+   * between its statements; on PostgreSQL, on a pooled connection.
+   */
+  readonly transact: Transact
+  /**
+   * For the background jobs: `writer` and `transact`, but on PostgreSQL never prepared. Their queues swing from empty
+   * to large, and a plan cached while a table was empty stays a full scan until the next ANALYZE.
    */
   readonly background: Kysely<Tables>
+  readonly transactBackground: Transact
   /** A hot standby (DATABASE_READ_URL): only reads that check it has replayed what they must see run there. */
   readonly replica?: Kysely<Tables>
   readonly dialect: DialectName
   /** SQLite only: the connection Kysely reads on. */
-  readonly sqlite?: { connection: SQLite.Database }
+  readonly sqlite?: { connection: SQLite.Database; path: string }
   close(): Promise<void>
 }
+
+/** What a background job reads and writes with: database.background and its transactBackground. */
+export interface JobDatabase {
+  readonly db: Kysely<Tables>
+  readonly transact: Transact
+}
+
+export const jobDatabase = (database: Database): JobDatabase => ({ db: database.background, transact: database.transactBackground })
 
 type Target = { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string }
 
@@ -57,42 +63,6 @@ export function parseDatabaseUrl(url: string): Target {
 // BIGINT values stay far below 2^53, so numbers are exact.
 const pgTypes: pg.CustomTypesConfig = {
   getTypeParser: (oid, format) => (oid === pg.types.builtins.INT8 ? Number : (pg.types.getTypeParser(oid, format) as (text: string) => unknown)),
-}
-
-/** Distinct SQL texts kept prepared: more than the service issues. */
-const STATEMENT_CACHE_SIZE = 256
-
-/**
- * Kysely's SQLite driver prepares every statement on every execution; this reuses one per SQL text. Safe because
- * better-sqlite3 runs a statement to completion synchronously (we never stream, which would hold one open).
- */
-function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
-  const statements = new Map<string, SqliteStatement>()
-  // On SQLITE_FULL, IOERR, BUSY or NOMEM SQLite may roll the transaction back itself; Kysely's ROLLBACK would then
-  // fail with "no transaction is active" and hide the real error (a full disk must answer 503, not 500).
-  const rollback = sqlite.prepare('rollback')
-  const rollbackIfOpen: SqliteStatement = {
-    reader: false,
-    all: () => [],
-    iterate: () => [][Symbol.iterator](),
-    run: () => (sqlite.inTransaction ? rollback.run() : { changes: 0, lastInsertRowid: 0 }),
-  }
-  return {
-    close: () => sqlite.close(),
-    prepare(text) {
-      if (text === 'rollback') return rollbackIfOpen
-      // A DEFERRED transaction that reads, then writes, after another process's commit fails with SQLITE_BUSY
-      // at once instead of waiting. IMMEDIATE takes the write lock up front.
-      if (text === 'begin') text = 'begin immediate'
-      let statement = statements.get(text)
-      if (!statement) {
-        statement = sqlite.prepare(text)
-        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value as string)
-        statements.set(text, statement)
-      }
-      return statement
-    },
-  }
 }
 
 /**
@@ -236,6 +206,12 @@ function openReplica(url: string, options: OpenOptions, log: KyselyConfig['log']
   return new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(postgresPool(target.url, options), QUERY_TIMEOUT_MS) }), log })
 }
 
+/** `transact` on one Kysely: the pool's, or a connection's own (tests use the main SQLite connection's). */
+export const inTransaction =
+  (db: Kysely<Tables>): Transact =>
+  (fn, ...args) =>
+    db.transaction().execute((tx) => fn(tx, ...args))
+
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const target = parseDatabaseUrl(url)
   const log = queryLog(options.observeQuery)
@@ -246,16 +222,20 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log })
       // No query timeout to lift: better-sqlite3 runs each statement synchronously to its end.
       // An in-memory database exists on this connection only: it is written here too.
-      const writer = target.path === ':memory:' ? kysely : new Kysely<Tables>({ dialect: sqliteWriterDialect(target.path), log })
+      const thread = target.path === ':memory:' ? undefined : new SqliteWriter(target.path, log)
+      const writer = thread?.kysely ?? kysely
+      const transact: Transact = thread ? (fn, ...args) => thread.transact(fn, ...args) : inTransaction(kysely)
       return {
         kysely,
         unbounded: kysely,
         writer,
+        transact,
         background: writer,
+        transactBackground: transact,
         dialect: 'sqlite',
-        sqlite: { connection: sqlite },
+        sqlite: { connection: sqlite, path: target.path },
         close: async () => {
-          if (writer !== kysely) await writer.destroy()
+          await thread?.close()
           await kysely.destroy()
         },
       }
@@ -271,7 +251,9 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
         kysely,
         unbounded,
         writer: kysely,
+        transact: inTransaction(kysely),
         background,
+        transactBackground: inTransaction(background),
         replica,
         dialect: 'postgres',
         close: async () => {

@@ -23,10 +23,15 @@ export class PreparedQuery<Params extends Record<string, unknown>, Row> {
     private readonly build: (db: Kysely<Tables>, param: <K extends keyof Params & string>(name: K) => Params[K]) => Buildable<Row>,
   ) {}
 
-  async execute(params: Params): Promise<Row[]> {
+  execute(params: Params): Promise<Row[]> {
+    return this.executeIn(this.db, params)
+  }
+
+  /** On another Kysely of the same dialect: a transaction's. */
+  async executeIn(db: Kysely<Tables>, params: Params): Promise<Row[]> {
     const { sql, query, names } = (this.#compiled ??= this.#compile())
     const parameters = names.map((name) => params[name])
-    const result = await this.db.executeQuery<Row>({ sql, query, queryId: createQueryId(), parameters })
+    const result = await db.executeQuery<Row>({ sql, query, queryId: createQueryId(), parameters })
     return result.rows
   }
 

@@ -1,38 +1,36 @@
 import {
   CompiledQuery,
+  Kysely,
   SqliteAdapter,
   SqliteIntrospector,
   SqliteQueryCompiler,
   type DatabaseConnection,
-  type Dialect,
   type Driver,
+  type KyselyConfig,
   type QueryResult,
 } from 'kysely'
 import { SqliteWriterThread } from './sqlite-writer-thread.js'
+import type { Tables } from './tables.js'
+import type { WriteTransaction } from './write-transaction.js'
 
 /**
- * A SQLite file's write connection, on a worker thread: better-sqlite3 is synchronous, and on the event loop each
- * commit's fsync, a WAL checkpoint or a wait for another process's write lock stops every other request.
- * One connection: transactions take turns, as in Kysely's own SQLite driver.
+ * Single statements on the writer thread, each its own transaction. Transactions go to the thread whole
+ * (SqliteWriter.transact): here one would hold SQLite's only write lock across a message each way per statement,
+ * and those messages wait their turn on a busy event loop.
  */
 class SqliteWriterDriver implements Driver {
-  readonly #thread: SqliteWriterThread
   readonly #connection: DatabaseConnection
-  #turn: Promise<void> = Promise.resolve()
-  #release?: () => void
-  /** A transaction has begun here but not yet on the thread: its BEGIN goes with its first statement. */
-  #beginPending = false
 
-  constructor(path: string) {
-    this.#thread = new SqliteWriterThread(path)
-    const run = (query: CompiledQuery): Promise<QueryResult<unknown>> => {
-      const begin = this.#beginPending
-      this.#beginPending = false
-      return this.#thread.run(query.sql, query.parameters, begin)
-    }
+  constructor(thread: SqliteWriterThread) {
     this.#connection = {
-      // Rows come back as the statement's; Kysely gives them the query's row type.
-      executeQuery: run as DatabaseConnection['executeQuery'],
+      executeQuery: async (query: CompiledQuery): Promise<QueryResult<never>> => {
+        const { rows, changes, lastInsertRowid } = await thread.run(query.sql, query.parameters)
+        return {
+          rows: rows as never[],
+          numAffectedRows: changes === undefined ? undefined : BigInt(changes),
+          insertId: lastInsertRowid === undefined ? undefined : BigInt(lastInsertRowid),
+        }
+      },
       // eslint-disable-next-line require-yield -- the service never streams
       streamQuery: async function* () {
         throw new Error('the SQLite writer does not stream')
@@ -41,45 +39,51 @@ class SqliteWriterDriver implements Driver {
   }
 
   async init(): Promise<void> {}
-
   async acquireConnection(): Promise<DatabaseConnection> {
-    const previous = this.#turn
-    let release!: () => void
-    this.#turn = new Promise((resolve) => (release = resolve))
-    await previous
-    this.#release = release
     return this.#connection
   }
-
-  async releaseConnection(): Promise<void> {
-    this.#release?.()
+  async releaseConnection(): Promise<void> {}
+  beginTransaction(): Promise<void> {
+    return Promise.reject(new Error('a SQLite write transaction runs whole on the writer thread: database.transact(…)'))
   }
-
-  // The BEGIN crosses to the thread with the transaction's first statement: one round trip fewer per transaction.
-  async beginTransaction(): Promise<void> {
-    this.#beginPending = true
+  commitTransaction(): Promise<void> {
+    return this.beginTransaction()
   }
-
-  async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    if (this.#beginPending) this.#beginPending = false
-    else await connection.executeQuery(CompiledQuery.raw('commit'))
+  rollbackTransaction(): Promise<void> {
+    return this.beginTransaction()
   }
-
-  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    if (this.#beginPending) this.#beginPending = false
-    else await connection.executeQuery(CompiledQuery.raw('rollback'))
-  }
-
-  destroy(): Promise<void> {
-    return this.#thread.close()
-  }
+  async destroy(): Promise<void> {}
 }
 
-export function sqliteWriterDialect(path: string): Dialect {
-  return {
-    createAdapter: () => new SqliteAdapter(),
-    createDriver: () => new SqliteWriterDriver(path),
-    createIntrospector: (db) => new SqliteIntrospector(db),
-    createQueryCompiler: () => new SqliteQueryCompiler(),
+/** A SQLite file's writes, on a worker thread: better-sqlite3 is synchronous, and a commit's fsync would stop the event loop. */
+export class SqliteWriter {
+  readonly #thread: SqliteWriterThread
+  readonly kysely: Kysely<Tables>
+  #names?: Promise<Map<unknown, string>>
+
+  constructor(path: string, log: KyselyConfig['log']) {
+    const thread = (this.#thread = new SqliteWriterThread(path))
+    this.kysely = new Kysely<Tables>({
+      dialect: {
+        createAdapter: () => new SqliteAdapter(),
+        createDriver: () => new SqliteWriterDriver(thread),
+        createIntrospector: (db) => new SqliteIntrospector(db),
+        createQueryCompiler: () => new SqliteQueryCompiler(),
+      },
+      log,
+    })
+  }
+
+  /** Runs `fn` whole on the thread, which finds it by its name in write-transactions.ts. */
+  async transact<A extends unknown[], R>(fn: WriteTransaction<A, R>, ...args: A): Promise<R> {
+    // Loaded on first use: that module imports every module with a write transaction.
+    this.#names ??= import('./write-transactions.js').then(({ writeTransactions }) => new Map(Object.entries(writeTransactions).map(([name, f]) => [f, name])))
+    const name = (await this.#names).get(fn)
+    if (name === undefined) throw new Error(`${fn.name} is not in write-transactions.ts: the SQLite writer thread cannot run it`)
+    return (await this.#thread.transact(name, args)) as R
+  }
+
+  close(): Promise<void> {
+    return this.#thread.close()
   }
 }

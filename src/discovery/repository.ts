@@ -4,17 +4,17 @@ import { PreparedQuery } from '../db/prepared-query.js'
 import type { ReadYourWrites } from '../db/read-your-writes.js'
 import type { Tables } from '../db/tables.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
+import { siblingModule, ThreadRequests } from '../start-worker.js'
+import { search, type Candidates, type Hit, type SearchQuery } from './search.js'
 import {
   candidateParams,
   listingsByKeys,
   postgresCandidatesSql,
   sqliteCandidatesSql,
   unpackCandidates,
-  type ActiveFilter,
   type CandidateParams,
   type CandidateRow,
   type PackedCandidates,
-  type QueryArea,
 } from './spatial-index.js'
 
 export interface DiscoveredState {
@@ -25,34 +25,63 @@ export interface DiscoveredState {
 
 type StatesRow = StateRow & { industry: string; sold_out: number }
 
+/** What a standby's candidate is now, on the primary. */
+interface CurrentRow {
+  id: string
+  version: number
+  discount_rate: number
+}
+
 /** A candidate query's shape: without an upper end of expiry (nearest-first), or with one (a window). */
 type Shape = 'open' | 'bounded'
 
 const STATE_SELECT = sql.raw(STATE_COLUMN_NAMES.map((name) => `l.${name}`).join(', '))
 
 /**
- * Each read is compiled once: building queries is a large share of a page's CPU. With DATABASE_READ_URL, candidates
- * come from the standby but listings whole from the primary, which the route re-checks, so a withdrawal takes a
- * listing out of the very next query however far behind the standby is.
+ * Each read is compiled once: building queries is a large share of a page's CPU. On a SQLite file a whole search runs
+ * on a thread of its own (sqlite-search-worker.ts), with every candidate query it asks: off the event loop. With
+ * DATABASE_READ_URL, candidates come from the standby but listings whole from the primary, which the route
+ * re-checks, so a withdrawal takes a listing out of the very next query however far behind the standby is.
  */
 export class DiscoveryRepository {
-  readonly #query: (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]>
+  /** The first `limit + 1` matching listings after the cursor, in order (search.ts). */
+  readonly search: (query: SearchQuery) => Promise<Hit[]>
+  /** One candidate query, here: on PostgreSQL each a statement of its own, so no request's failure can fail another's. */
+  readonly candidates: Candidates
   readonly #states: PreparedQuery<{ keys: string }, StatesRow>
+  readonly #current?: PreparedQuery<{ keys: string }, CurrentRow>
+  readonly #thread?: ThreadRequests<SearchQuery>
 
   constructor(database: Database, reads?: ReadYourWrites) {
     const { dialect, kysely } = database
     if (dialect === 'sqlite') {
-      this.#query = sqliteQuery(database)
+      this.candidates = sqliteCandidates(kysely)
     } else {
       const onPrimary = postgresQuery(kysely)
       const onStandby = reads && postgresQuery(reads.replica)
-      this.#query = onStandby
-        ? (shape, params) =>
+      if (onStandby) {
+        this.#current = new PreparedQuery(
+          kysely,
+          (_db, param) => sql<CurrentRow>`
+            select l.id, l.version, l.discount_rate from ${listingsByKeys(dialect, param('keys'))}
+            where l.withdrawn_at_ms is null and l.sold_out = 0`,
+        )
+      }
+      const query = onStandby
+        ? (shape: Shape, params: CandidateParams) =>
             reads.anyReplay(
               () => onStandby(shape, params),
               () => onPrimary(shape, params),
             )
         : onPrimary
+      this.candidates = (area, filter) => query(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
+    }
+    const path = database.sqlite?.path
+    if (path !== undefined && path !== ':memory:') {
+      const thread = (this.#thread = new ThreadRequests<SearchQuery>(siblingModule(import.meta.url, 'sqlite-search-worker'), { path }))
+      this.search = (query) => thread.ask(query) as Promise<Hit[]>
+    } else {
+      this.search = (query) => search(query, this.candidates)
     }
     this.#states = new PreparedQuery(
       kysely,
@@ -62,24 +91,39 @@ export class DiscoveryRepository {
     )
   }
 
-  /** On PostgreSQL each request's query is a statement of its own, so no request's failure can fail another's. */
-  readonly candidates = (area: QueryArea, filter: ActiveFilter): Promise<CandidateRow[]> =>
-    this.#query(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
-
   /** The listings with these keys, whole, with their provider's industry; in no particular order. */
   async states(keys: ReadonlyArray<{ providerId: string; id: string }>): Promise<DiscoveredState[]> {
     if (keys.length === 0) return []
     const rows = await this.#states.execute({ keys: JSON.stringify(keys.map(({ providerId, id }) => [providerId, id])) })
     return rows.map(({ industry, sold_out, ...row }) => ({ state: stateFromRow(row), industry, soldOut: sold_out === 1 }))
   }
+
+  /**
+   * The hits as they are now. Candidates from a standby may be behind: each is looked up on the primary, and those
+   * withdrawn, sold out or discounted less since are left out, so that what the route sends is what the primary holds.
+   */
+  async current(hits: readonly Hit[], minDiscountRate: number): Promise<Hit[]> {
+    if (!this.#current || hits.length === 0) return [...hits]
+    const rows = await this.#current.execute({ keys: JSON.stringify(hits.map(({ providerId, id }) => [providerId, id])) })
+    const now = new Map(rows.filter((row) => row.discount_rate >= minDiscountRate).map((row) => [row.id, row.version]))
+    return hits.flatMap((hit) => {
+      const version = now.get(hit.id)
+      return version === undefined ? [] : [{ ...hit, version }]
+    })
+  }
+
+  close(): Promise<void> {
+    return this.#thread?.close() ?? Promise.resolve()
+  }
 }
 
-function sqliteQuery({ kysely }: Database): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
+/** SQLite's candidate queries on a connection: the main one (an in-memory database), or the search thread's. */
+export function sqliteCandidates(kysely: Kysely<Tables>): Candidates {
   const statements: Record<Shape, PreparedQuery<CandidateParams, CandidateRow>> = {
     open: new PreparedQuery(kysely, (_db, param) => sqliteCandidatesSql(false, param)),
     bounded: new PreparedQuery(kysely, (_db, param) => sqliteCandidatesSql(true, param)),
   }
-  return (shape, params) => statements[shape].execute(params)
+  return (area, filter) => statements[filter.expiresUntil === null ? 'open' : 'bounded'].execute(candidateParams(area, filter))
 }
 
 function postgresQuery(kysely: Kysely<Tables>): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {

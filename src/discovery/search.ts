@@ -26,6 +26,8 @@ export interface Hit {
   /** Exact (unrounded) great-circle distance in metres. */
   distance: number
   expiresAtUnix: number
+  /** The version the candidate query read: the listing's representation at it is the one to send. */
+  version: number
 }
 
 export type Candidates = (area: QueryArea, filter: ActiveFilter) => Promise<CandidateRow[]>
@@ -61,7 +63,7 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
     for (const row of rows) {
       const distance = greatCircleMeters(query.latitude, query.longitude, row.latitude, row.longitude)
       if (distance > within) continue
-      const hit = { id: row.id, providerId: row.provider_id, distance, expiresAtUnix: row.expires_at_unix }
+      const hit = { id: row.id, providerId: row.provider_id, distance, expiresAtUnix: row.expires_at_unix, version: row.version }
       if (isAfter(key(hit), hit.id, query.after)) hits.push(hit)
     }
     return hits

@@ -26,7 +26,7 @@ export interface ActiveFilter {
   limit?: number
 }
 
-/** Enough to compute the exact distance and the order. */
+/** Enough to compute the exact distance and the order, and to find the listing's representation at its version. */
 export interface CandidateRow {
   id: string
   /** With id, the listing's key: what reads it again whole. */
@@ -34,6 +34,7 @@ export interface CandidateRow {
   latitude: number
   longitude: number
   expires_at_unix: number
+  version: number
 }
 
 export interface CandidateParams extends Record<string, unknown> {
@@ -57,7 +58,7 @@ const NO_LIMIT = 2 ** 31 - 1
 /** A candidate query's bound value by name. */
 type Value = (name: keyof CandidateParams & string) => unknown
 
-const CANDIDATE_COLUMNS = sql.raw('l.id, l.provider_id, l.latitude, l.longitude, l.expires_at_unix')
+const CANDIDATE_COLUMNS = sql.raw('l.id, l.provider_id, l.latitude, l.longitude, l.expires_at_unix, l.version')
 
 /** The conditions on one key row `r` (a range of cells, or a region) and on the listing, in either dialect. */
 function conditions(bounded: boolean, value: Value, key: { first: string; last: string; number: string }) {
@@ -90,7 +91,7 @@ export function postgresCandidatesSql(bounded: boolean, param: Value): RawBuilde
     number: "(r.value #>> '{}')::bigint",
   })
   return sql<PackedCandidates>`
-    select string_agg(concat_ws(' ', c.id, c.provider_id, c.latitude, c.longitude, c.expires_at_unix), ' ') as packed from (
+    select string_agg(concat_ws(' ', c.id, c.provider_id, c.latitude, c.longitude, c.expires_at_unix, c.version), ' ') as packed from (
       select c.* from jsonb_array_elements(cast(${param('keys')} as jsonb)) as r(value)
         cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
       limit ${param('limit')}) as c`
@@ -98,7 +99,7 @@ export function postgresCandidatesSql(bounded: boolean, param: Value): RawBuilde
 
 /**
  * One query's candidates as one row of text, cheaper for the event loop than a row each: id, provider id, latitude,
- * longitude and expiry, space-separated (ids hold no spaces; a double's text is PostgreSQL's shortest exact one).
+ * longitude, expiry and version, space-separated (ids hold no spaces; a double's text is PostgreSQL's shortest exact one).
  */
 export interface PackedCandidates {
   packed: string | null
@@ -109,13 +110,14 @@ export function unpackCandidates(packed: string | null): CandidateRow[] {
   if (packed === null) return []
   const fields = packed.split(' ')
   const candidates: CandidateRow[] = []
-  for (let k = 0; k + 4 < fields.length; k += 5) {
+  for (let k = 0; k + 5 < fields.length; k += 6) {
     candidates.push({
       id: fields[k] as string,
       provider_id: fields[k + 1] as string,
       latitude: Number(fields[k + 2]),
       longitude: Number(fields[k + 3]),
       expires_at_unix: Number(fields[k + 4]),
+      version: Number(fields[k + 5]),
     })
   }
   return candidates

@@ -1,7 +1,6 @@
-import type { Kysely } from 'kysely'
 import { byProvider } from '../by-provider.js'
+import type { JobDatabase, Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
-import type { Tables } from '../db/tables.js'
 
 /** Events one prune removes at most: bounds each turn. */
 export const PRUNE_BATCH = 2000
@@ -14,7 +13,7 @@ export const PRUNE_INTERVAL_MS = 10 * 60 * 1000
  * returns how many events. Old rows are found by reads that lock nothing (on a database sharded by provider, each
  * shard answers from its own index), then each provider's go in a transaction of its own.
  */
-export async function pruneEvents(db: Kysely<Tables>, { beforeMs, limit }: { beforeMs: number; limit: number }): Promise<number> {
+export async function pruneEvents({ db, transact }: JobDatabase, { beforeMs, limit }: { beforeMs: number; limit: number }): Promise<number> {
   const events = await db
     .selectFrom('events')
     .select(['provider_id', 'id'])
@@ -40,7 +39,7 @@ export async function pruneEvents(db: Kysely<Tables>, { beforeMs, limit }: { bef
   const eventIds = new Map(byProvider(events, 'provider_id').map(([providerId, rows]) => [providerId, rows.map((row) => row.id)]))
   let pruned = 0
   for (const providerId of [...new Set([...eventIds.keys(), ...logUntil.keys()])].sort()) {
-    pruned += await pruneProvider(db, providerId, eventIds.get(providerId) ?? [], logUntil.get(providerId))
+    pruned += await transact(pruneProvider, providerId, eventIds.get(providerId) ?? [], logUntil.get(providerId))
   }
   return pruned
 }
@@ -52,28 +51,26 @@ interface OldLog {
 }
 
 /** SKIP LOCKED on PostgreSQL: two instances pruning at once remove each row once. */
-function pruneProvider(db: Kysely<Tables>, providerId: string, eventIds: readonly string[], log: OldLog | undefined): Promise<number> {
-  return db.transaction().execute(async (tx) => {
-    if (log) {
-      await tx
-        .deleteFrom('webhook_attempts')
-        .where('provider_id', '=', providerId)
-        .where('endpoint_id', 'in', log.endpointIds)
-        .where('at_ms', '<=', log.untilMs)
-        .execute()
-    }
-    if (eventIds.length === 0) return 0
-    const old = await tx
-      .selectFrom('events')
-      .select('id')
+export async function pruneProvider(tx: Tx, providerId: string, eventIds: readonly string[], log: OldLog | undefined): Promise<number> {
+  if (log) {
+    await tx
+      .deleteFrom('webhook_attempts')
       .where('provider_id', '=', providerId)
-      .where('id', 'in', eventIds)
-      .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
+      .where('endpoint_id', 'in', log.endpointIds)
+      .where('at_ms', '<=', log.untilMs)
       .execute()
-    if (old.length === 0) return 0
-    const ids = old.map((row) => row.id)
-    await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('event_id', 'in', ids).execute()
-    await tx.deleteFrom('events').where('provider_id', '=', providerId).where('id', 'in', ids).execute()
-    return old.length
-  })
+  }
+  if (eventIds.length === 0) return 0
+  const old = await tx
+    .selectFrom('events')
+    .select('id')
+    .where('provider_id', '=', providerId)
+    .where('id', 'in', eventIds)
+    .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
+    .execute()
+  if (old.length === 0) return 0
+  const ids = old.map((row) => row.id)
+  await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('event_id', 'in', ids).execute()
+  await tx.deleteFrom('events').where('provider_id', '=', providerId).where('id', 'in', ids).execute()
+  return old.length
 }

@@ -1,8 +1,8 @@
-import type { Kysely, Selectable } from 'kysely'
+import type { Selectable } from 'kysely'
 import { byProvider } from '../by-provider.js'
-import type { Database } from '../db/connection.js'
+import type { Database, JobDatabase, Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
-import type { ImagesTable, Tables } from '../db/tables.js'
+import type { ImagesTable } from '../db/tables.js'
 import type { ImageStore } from './image-store.js'
 import type { ImageFormat } from './sniff.js'
 
@@ -72,12 +72,15 @@ export const REMOVAL_BATCH = 500
 
 /**
  * Removes up to `limit` images that no listing names and that were last uploaded before `beforeMs`; returns how
- * many. Found by a read that locks nothing, then provider by provider each is taken again locked (SKIP LOCKED on
- * PostgreSQL, so instances removing at once take different rows) and only if still unused: a create that marked it
- * meanwhile keeps it. Its file goes after the row's removal is committed: a crash in between leaves a file no row
- * names, never a row without its file.
+ * many. Found by a read that locks nothing, then provider by provider each is taken again locked and only if
+ * still unused: a create that marked it meanwhile keeps it. Its file goes after the row's removal is committed: a
+ * crash in between leaves a file no row names, never a row without its file.
  */
-export async function removeUnusedImages(db: Kysely<Tables>, store: ImageStore, { beforeMs, limit }: { beforeMs: number; limit: number }): Promise<number> {
+export async function removeUnusedImages(
+  { db, transact }: JobDatabase,
+  store: ImageStore,
+  { beforeMs, limit }: { beforeMs: number; limit: number },
+): Promise<number> {
   const due = await db
     .selectFrom('images')
     .select(['provider_id', 'id'])
@@ -88,35 +91,44 @@ export async function removeUnusedImages(db: Kysely<Tables>, store: ImageStore, 
     .execute()
   let removed = 0
   for (const [providerId, rows] of byProvider(due, 'provider_id')) {
-    const taken = await db.transaction().execute(async (tx) => {
-      const unused = await tx
-        .selectFrom('images')
-        .select(['id', 'format'])
-        .where('provider_id', '=', providerId)
-        .where(
-          'id',
-          'in',
-          rows.map((row) => row.id),
-        )
-        .where('listed_at_ms', 'is', null)
-        .where('last_used_ms', '<', beforeMs)
-        .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
-        .execute()
-      if (unused.length > 0) {
-        await tx
-          .deleteFrom('images')
-          .where('provider_id', '=', providerId)
-          .where(
-            'id',
-            'in',
-            unused.map((row) => row.id),
-          )
-          .execute()
-      }
-      return unused
-    })
+    const taken = await transact(
+      removeUnusedOfProvider,
+      providerId,
+      rows.map((row) => row.id),
+      beforeMs,
+    )
     for (const image of taken) await store.delete(imageFileName(image))
     removed += taken.length
   }
   return removed
+}
+
+/** SKIP LOCKED on PostgreSQL: instances removing at once take different rows. Returns the rows removed. */
+export async function removeUnusedOfProvider(
+  tx: Tx,
+  providerId: string,
+  ids: readonly string[],
+  beforeMs: number,
+): Promise<Array<{ id: string; format: ImageFormat }>> {
+  const unused = await tx
+    .selectFrom('images')
+    .select(['id', 'format'])
+    .where('provider_id', '=', providerId)
+    .where('id', 'in', ids)
+    .where('listed_at_ms', 'is', null)
+    .where('last_used_ms', '<', beforeMs)
+    .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
+    .execute()
+  if (unused.length > 0) {
+    await tx
+      .deleteFrom('images')
+      .where('provider_id', '=', providerId)
+      .where(
+        'id',
+        'in',
+        unused.map((row) => row.id),
+      )
+      .execute()
+  }
+  return unused
 }

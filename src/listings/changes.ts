@@ -1,8 +1,6 @@
-import type { Kysely } from 'kysely'
 import { byProvider } from '../by-provider.js'
-import type { Tx } from '../db/connection.js'
+import type { JobDatabase, Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
-import type { Tables } from '../db/tables.js'
 import type { ProblemDetail } from '../errors.js'
 import { recordEvents } from '../events/record.js'
 import type { EventType } from '../events/types.js'
@@ -165,20 +163,20 @@ async function writeChange(tx: Tx, next: ListingState, type: EventType, nowMs: n
   await recordEvents(tx, next.provider_id, nowMs, [{ type, listing: next }])
 }
 
-function change(db: Kysely<Tables>, args: ChangeArgs, decide: (state: ListingState | undefined) => ChangeOutcome, type: EventType) {
-  return db.transaction().execute(async (tx) => {
-    const outcome = decide(await lockedListing(tx, args))
-    if (outcome.kind === 'done' && outcome.changed) await writeChange(tx, outcome.listing, type, args.nowMs)
-    return outcome
-  })
+async function change(tx: Tx, args: ChangeArgs, decide: (state: ListingState | undefined) => ChangeOutcome, type: EventType) {
+  const outcome = decide(await lockedListing(tx, args))
+  if (outcome.kind === 'done' && outcome.changed) await writeChange(tx, outcome.listing, type, args.nowMs)
+  return outcome
 }
 
-export function patchListing(db: Kysely<Tables>, args: PatchArgs): Promise<ChangeOutcome> {
-  return change(db, args, (state) => decidePatch(state, args), 'listing.updated')
+/** A write transaction (database.transact). */
+export function patchListing(tx: Tx, args: PatchArgs): Promise<ChangeOutcome> {
+  return change(tx, args, (state) => decidePatch(state, args), 'listing.updated')
 }
 
-export function withdrawListing(db: Kysely<Tables>, args: ChangeArgs): Promise<ChangeOutcome> {
-  return change(db, args, (state) => decideWithdraw(state, args), 'listing.withdrawn')
+/** A write transaction (database.transact). */
+export function withdrawListing(tx: Tx, args: ChangeArgs): Promise<ChangeOutcome> {
+  return change(tx, args, (state) => decideWithdraw(state, args), 'listing.withdrawn')
 }
 
 /**
@@ -186,7 +184,7 @@ export function withdrawListing(db: Kysely<Tables>, args: ChangeArgs): Promise<C
  * (sharded by provider, each shard answers it from its own index), then each provider's are recorded in a transaction
  * of their own, which touches that provider's rows alone. Returns how many were recorded.
  */
-export async function expireDue(db: Kysely<Tables>, { nowMs, limit }: { nowMs: number; limit: number }): Promise<number> {
+export async function expireDue({ db, transact }: JobDatabase, { nowMs, limit }: { nowMs: number; limit: number }): Promise<number> {
   const due = await db
     .selectFrom('listings')
     .select(['provider_id', 'id'])
@@ -199,7 +197,7 @@ export async function expireDue(db: Kysely<Tables>, { nowMs, limit }: { nowMs: n
   let recorded = 0
   for (const [providerId, rows] of byProvider(due, 'provider_id')) {
     const ids = rows.map((row) => row.id)
-    recorded += await expireListings(db, providerId, ids, nowMs)
+    recorded += await transact(expireListings, providerId, ids, nowMs)
   }
   return recorded
 }
@@ -210,33 +208,31 @@ export async function expireDue(db: Kysely<Tables>, { nowMs, limit }: { nowMs: n
  * take different listings, and a listing whose expiry is recorded no longer matches, so each expiry is recorded
  * exactly once. A withdrawn listing never expires.
  */
-function expireListings(db: Kysely<Tables>, providerId: string, ids: readonly string[], nowMs: number): Promise<number> {
-  return db.transaction().execute(async (tx) => {
-    const rows = await tx
-      .selectFrom('listings')
-      .select(STATE_COLUMN_NAMES)
-      .where('provider_id', '=', providerId)
-      .where('id', 'in', ids)
-      .where('expiry_recorded', '=', 0)
-      .where('withdrawn_at_ms', 'is', null)
-      .orderBy('expires_at_unix')
-      .orderBy('id')
-      .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
-      .execute()
-    if (rows.length === 0) return 0
-    const locked = rows.map((row) => row.id)
-    await tx
-      .updateTable('listings')
-      .set((eb) => ({ version: eb('version', '+', 1), updated_at_ms: eb('expires_at_unix', '*', 1000), expiry_recorded: 1 }))
-      .where('provider_id', '=', providerId)
-      .where('id', 'in', locked)
-      .execute()
-    await recordEvents(
-      tx,
-      providerId,
-      nowMs,
-      rows.map((row) => ({ type: 'listing.expired', listing: expiredState(stateFromRow(row)) })),
-    )
-    return rows.length
-  })
+export async function expireListings(tx: Tx, providerId: string, ids: readonly string[], nowMs: number): Promise<number> {
+  const rows = await tx
+    .selectFrom('listings')
+    .select(STATE_COLUMN_NAMES)
+    .where('provider_id', '=', providerId)
+    .where('id', 'in', ids)
+    .where('expiry_recorded', '=', 0)
+    .where('withdrawn_at_ms', 'is', null)
+    .orderBy('expires_at_unix')
+    .orderBy('id')
+    .$if(onPostgres(tx), (qb) => qb.forUpdate().skipLocked())
+    .execute()
+  if (rows.length === 0) return 0
+  const locked = rows.map((row) => row.id)
+  await tx
+    .updateTable('listings')
+    .set((eb) => ({ version: eb('version', '+', 1), updated_at_ms: eb('expires_at_unix', '*', 1000), expiry_recorded: 1 }))
+    .where('provider_id', '=', providerId)
+    .where('id', 'in', locked)
+    .execute()
+  await recordEvents(
+    tx,
+    providerId,
+    nowMs,
+    rows.map((row) => ({ type: 'listing.expired', listing: expiredState(stateFromRow(row)) })),
+  )
+  return rows.length
 }

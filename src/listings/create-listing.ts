@@ -1,18 +1,20 @@
-import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
 import type { Tx } from '../db/connection.js'
-import { isUniqueViolation } from '../db/dialect.js'
-import type { Tables } from '../db/tables.js'
+import type { Transact } from '../db/write-transaction.js'
+import { isUniqueViolation, onPostgres } from '../db/dialect.js'
+import { PreparedQuery } from '../db/prepared-query.js'
+import { sql } from 'kysely'
 import { Problem } from '../errors.js'
-import { insertEvents } from '../events/record.js'
-import { listingId } from '../ids.js'
+import { eventRows, insertEvents } from '../events/record.js'
+import { listingId, listingIdRandomPart, listingIdSql, prefixedId } from '../ids.js'
 import { listingImages, type ImageCheck } from '../images/check.js'
 import type { Provider } from '../providers/repository.js'
 import { TrailingBatches, type Settled } from '../trailing-batches.js'
-import { prepareListing, type PreparedListing } from './columns.js'
+import { prepareListing, type ListingColumns, type PreparedListing } from './columns.js'
 import { newListingState } from './listing-state.js'
 import type { ListingRepository, StoredListingRef } from './repository.js'
 import { sameRequest } from './request-hash.js'
+import { eventBit } from '../webhooks/event-mask.js'
 import type { CreateListingInput, CreateListingResult, ListingTypes } from './schemas.js'
 
 /** One create as stored: its prepared rows, and the clock reading and lifetime to date them by. */
@@ -27,15 +29,24 @@ export interface StoredListing {
 }
 
 /**
- * Stores creates of one provider in the caller's transaction. Bumping the provider's counter row in it gives the dense
- * `seq` pages are read by (recordCount exact without COUNT(*)) and a creation time that never goes backwards within a
- * provider, and serialises one provider's creates, so a concurrent duplicate referenceId waits and then fails on the
- * unique constraint instead of racing. A batch shares one creation millisecond, the latest clock reading among them,
- * and takes consecutive ticks within it.
+ * Stores creates of one provider: a write transaction (database.transact). Bumping the provider's counter row gives
+ * the dense `seq` pages are read by (recordCount exact without COUNT(*)) and a creation time that never goes backwards
+ * within a provider, and serialises one provider's creates, so a concurrent duplicate referenceId waits and then fails
+ * on the unique constraint instead of racing. A batch shares one creation millisecond, the latest clock reading among
+ * them, and takes consecutive ticks within it.
+ *
+ * Other creates of the provider wait for that row, so it is locked for as short a time as each database allows: on
+ * SQLite the writer thread runs the transaction whole; on PostgreSQL it is one statement (createsTogether), whose ids,
+ * sequences and event snapshots are made in SQL from the counter it bumps.
  */
-async function insertListings(tx: Tx, providerId: string, creates: readonly ListingCreate[]): Promise<StoredListing[]> {
+export async function insertListings(tx: Tx, providerId: string, creates: readonly ListingCreate[]): Promise<StoredListing[]> {
   const n = creates.length
   const nowMs = Math.max(...creates.map((create) => create.nowMs))
+  if (onPostgres(tx)) {
+    const rows = await (createdTogether ??= createsTogether(tx)).executeIn(tx, { providerId, n, nowMs, creates: createsJson(creates, nowMs) })
+    if (rows.length !== n) throw new Error(`provider ${providerId} does not exist`)
+    return rows.map((row) => ({ listingId: row.id, expiresAtUnix: row.expires_at_unix }))
+  }
   const counter = await tx
     .updateTable('providers')
     .set((eb) => ({
@@ -82,14 +93,130 @@ async function insertListings(tx: Tx, providerId: string, creates: readonly List
       }),
     )
     .execute()
-  await insertEvents(
-    tx,
-    providerId,
-    counter.event_count - n + 1,
+  const events = eventRows(
     createdAtMs,
-    states.map((listing) => ({ type: 'listing.created', listing })),
+    states.map((listing) => ({ type: 'listing.created' as const, listing })),
   )
+  await insertEvents(tx, providerId, counter.event_count - n + 1, createdAtMs, events)
   return states.map((state) => ({ listingId: state.id, expiresAtUnix: state.expires_at_unix }))
+}
+
+/** A create as createsTogether reads it: the row's columns from the request, and what the statement needs besides. */
+interface CreateRecord extends ListingColumns {
+  ordinal: number
+  ttl_seconds: number
+  random: string
+  request_hash: string
+  cell: number
+  items_record: string
+  event_id: string
+  /** The listing.created snapshot but its id, times and items: `{…}`, completed in SQL. */
+  snapshot_rest: string
+}
+
+function createsJson(creates: readonly ListingCreate[], nowMs: number): string {
+  return JSON.stringify(
+    creates.map(({ columns, items, requestHash, cell, ttlSeconds }, i): CreateRecord => ({
+      ...columns,
+      ordinal: i + 1,
+      ttl_seconds: ttlSeconds,
+      random: listingIdRandomPart(),
+      request_hash: requestHash,
+      cell,
+      items_record: JSON.stringify(items),
+      event_id: prefixedId('evt', nowMs),
+      snapshot_rest: JSON.stringify({ ...columns, version: 1, withdrawn_at_ms: null, expiry_recorded: 0 }),
+    })),
+  )
+}
+
+interface CreatesParams extends Record<string, unknown> {
+  providerId: string
+  n: number
+  nowMs: number
+  /** CreateRecord[] as JSON: one parameter, so the statement's text stays the same whatever the batch's size. */
+  creates: string
+}
+
+let createdTogether: PreparedQuery<CreatesParams, { id: string; expires_at_unix: number }> | undefined
+
+/** The listing row's columns that come from the request (listingColumns), as PostgreSQL types. */
+const LISTING_COLUMN_TYPES: Record<keyof ListingColumns, string> = {
+  provider_id: 'text',
+  reference_id: 'text',
+  type: 'text',
+  discount_rate: 'double precision',
+  is_assigned_to_driver: 'integer',
+  latitude: 'double precision',
+  longitude: 'double precision',
+  brand_name_ar: 'text',
+  brand_name_en: 'text',
+  brand_url_safe_name: 'text',
+  brand_image_url: 'text',
+}
+const LISTING_COLUMNS = Object.keys(LISTING_COLUMN_TYPES) as Array<keyof ListingColumns>
+
+/** CreateRecord's fields as PostgreSQL types, for jsonb_to_recordset. */
+const CREATE_RECORD_TYPES: Record<keyof CreateRecord, string> = {
+  ...LISTING_COLUMN_TYPES,
+  ordinal: 'bigint',
+  ttl_seconds: 'bigint',
+  random: 'text',
+  request_hash: 'text',
+  cell: 'bigint',
+  items_record: 'text',
+  event_id: 'text',
+  snapshot_rest: 'text',
+}
+const CREATE_RECORD_COLUMNS = sql.raw(
+  Object.entries(CREATE_RECORD_TYPES)
+    .map(([name, type]) => `${name} ${type}`)
+    .join(', '),
+)
+
+/**
+ * insertListings on PostgreSQL, one statement (data-modifying WITH): bump the counter, then insert every listing,
+ * its listing.created event and the event's deliveries, with ids (listingIdSql) and snapshots made from what the
+ * bump returned. The counter's lock is held for this statement and its commit alone.
+ */
+function createsTogether(tx: Tx) {
+  const column = (name: keyof CreateRecord) => sql.ref(`batch.${name}`)
+  const id = sql.raw(listingIdSql('counter.created_at_ms', 'counter.first_tick + b.ordinal - 1', 'b.random'))
+  return new PreparedQuery<CreatesParams, { id: string; expires_at_unix: number }>(
+    tx,
+    (db, param) => sql<{ id: string; expires_at_unix: number }>`
+      with counter as (
+        update providers set
+          listing_count = listing_count + ${param('n')},
+          event_count = event_count + ${param('n')},
+          last_created_tick = case when last_created_ms >= ${param('nowMs')} then last_created_tick + ${param('n')} else ${param('n')} - 1 end,
+          last_created_ms = greatest(last_created_ms, ${param('nowMs')})
+        where id = ${param('providerId')}
+        returning listing_count - ${param('n')} as base_seq, event_count - ${param('n')} as base_event_seq, last_created_ms as created_at_ms,
+          last_created_tick - ${param('n')} + 1 as first_tick
+      ), batch as (
+        select ${id} as id, counter.base_seq + b.ordinal as seq, counter.base_event_seq + b.ordinal as event_seq, counter.created_at_ms,
+          counter.created_at_ms / 1000 + b.ttl_seconds as expires_at_unix, b.*
+        from counter cross join jsonb_to_recordset(cast(${param('creates')} as jsonb)) as b(${CREATE_RECORD_COLUMNS})
+      ), listing as (
+        insert into listings (id, seq, created_at_ms, updated_at_ms, expires_at_unix, request_hash, items_record, cell, ${sql.join(LISTING_COLUMNS.map((name) => sql.ref(name)))})
+        select id, seq, created_at_ms, created_at_ms, expires_at_unix, request_hash, items_record, cell, ${sql.join(LISTING_COLUMNS.map(column))}
+        from batch
+        returning id, expires_at_unix, seq
+      ), event as (
+        insert into events (id, provider_id, seq, type, listing_id, created_at_ms, snapshot)
+        select event_id, provider_id, event_seq, 'listing.created', id, created_at_ms,
+          '{"id":"' || id || '","created_at_ms":' || created_at_ms || ',"updated_at_ms":' || created_at_ms || ',"expires_at_unix":' || expires_at_unix
+            || ',"items":' || items_record || ',' || substr(snapshot_rest, 2)
+        from batch
+      ), delivery as (
+        insert into webhook_deliveries (id, endpoint_id, event_id, provider_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
+        select w.id || ':' || batch.event_id, w.id, batch.event_id, w.provider_id, 'listing.created', 0, batch.created_at_ms, batch.created_at_ms
+        from batch join webhook_endpoints w on w.provider_id = ${param('providerId')} and w.status = 'enabled'
+          and (w.event_mask & ${sql.lit(eventBit('listing.created'))}) <> 0
+      )
+      select id, expires_at_unix from listing order by seq`,
+  )
 }
 
 /** At most this many creates in one transaction: bounds how long one holds its provider's counter row. */
@@ -104,8 +231,8 @@ const MAX_BATCH = 64
 export class ListingCreates {
   readonly #batches: TrailingBatches<ListingCreate, StoredListing>
 
-  constructor(db: Kysely<Tables>, { concurrent }: { concurrent: number }) {
-    const store = (providerId: string, creates: readonly ListingCreate[]) => db.transaction().execute((tx) => insertListings(tx, providerId, creates))
+  constructor(transact: Transact, { concurrent }: { concurrent: number }) {
+    const store = (providerId: string, creates: readonly ListingCreate[]) => transact(insertListings, providerId, creates)
     this.#batches = new TrailingBatches<ListingCreate, StoredListing>(
       async (creates, providerId) => {
         try {

@@ -1,13 +1,12 @@
-import type { Kysely } from 'kysely'
 import type { Clock } from '../clock.js'
-import type { Tables } from '../db/tables.js'
+import type { JobDatabase } from '../db/connection.js'
 import { expireDue } from './changes.js'
 
 /** Expiries one expireDue call records at most. */
 const BATCH = 500
 
 /** Every instance runs this at start and every SWEEP_INTERVAL_MS. Returns how many expiries were recorded. */
-export async function recordExpiries(db: Kysely<Tables>, clock: Clock): Promise<number> {
+export async function recordExpiries(db: JobDatabase, clock: Clock): Promise<number> {
   let total = 0
   for (;;) {
     const expired = await expireDue(db, { nowMs: clock(), limit: BATCH })

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Kysely } from 'kysely'
 import type { TSchema } from 'typebox'
 import type { Clock } from '../clock.js'
-import type { Tables } from '../db/tables.js'
+import type { Transact } from '../db/write-transaction.js'
 import { invalidRequest, Problem } from '../errors.js'
 import { ifMatchTags, notModified, parseEntityTags } from '../http/conditional.js'
 import { jsonResponse, listingEtagHeader, notModifiedResponse } from '../http/openapi.js'
@@ -19,7 +18,7 @@ import { exampleListingView, IfMatchHeaders, IfNoneMatchHeaders, ListingIdParams
 
 export interface OneListingRoutesOptions {
   listings: ListingRepository
-  db: Kysely<Tables>
+  transact: Transact
   clock: Clock
 }
 
@@ -59,7 +58,7 @@ function answer(reply: FastifyReply, outcome: ChangeOutcome, provider: Provider,
 
 const listingResponse = (description: string) => jsonResponse(description, ListingView, { listing: exampleListingView }, listingEtagHeader)
 
-export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions> = async (app, { listings, db, clock }) => {
+export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions> = async (app, { listings, transact, clock }) => {
   const readRoute = (
     url: string,
     parameter: 'listingId' | 'referenceId',
@@ -171,7 +170,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
       const patch = request.body
       const problems = patchBodyProblems(patch)
       if (problems.length > 0) throw invalidRequest(problems)
-      return change(request, reply, (args) => patchListing(db, { ...args, patch }))
+      return change(request, reply, (args) => transact(patchListing, { ...args, patch }))
     },
   )
 
@@ -196,7 +195,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
       if (request.body !== undefined && !isEmptyObject(request.body)) {
         throw invalidRequest([{ pointer: '', detail: 'must be absent: withdraw takes no body' }])
       }
-      return change(request, reply, (args) => withdrawListing(db, args))
+      return change(request, reply, (args) => transact(withdrawListing, args))
     },
   )
 }

@@ -1,6 +1,6 @@
-import type { Database } from '../db/connection.js'
+import type { Database, Tx } from '../db/connection.js'
 import { prefixedId } from '../ids.js'
-import { insertToken } from './repository.js'
+import { insertToken, type IssuedToken } from './repository.js'
 
 /** The second kind of client, which reads every provider's listings by place. */
 export interface Marketplace {
@@ -14,10 +14,13 @@ export class MarketplaceRepository {
   /** A marketplace with its first token, in one transaction; the plain token is returned once, never stored. */
   async create(name: string, nowMs: number): Promise<Marketplace & { tokenId: string; token: string }> {
     const marketplace = { id: prefixedId('mkt', nowMs), name }
-    const { id: tokenId, token } = await this.database.writer.transaction().execute(async (trx) => {
-      await trx.insertInto('marketplaces').values({ id: marketplace.id, name, created_at_ms: nowMs }).execute()
-      return insertToken(trx, 'marketplace_tokens', marketplace.id, nowMs)
-    })
+    const { id: tokenId, token } = await this.database.transact(insertMarketplace, marketplace, nowMs)
     return { ...marketplace, tokenId, token }
   }
+}
+
+/** A write transaction (database.transact): a marketplace with its first token. */
+export async function insertMarketplace(tx: Tx, marketplace: Marketplace, nowMs: number): Promise<IssuedToken> {
+  await tx.insertInto('marketplaces').values({ id: marketplace.id, name: marketplace.name, created_at_ms: nowMs }).execute()
+  return insertToken(tx, 'marketplace_tokens', marketplace.id, nowMs)
 }

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely'
-import type { Database } from '../db/connection.js'
+import type { Database, Tx } from '../db/connection.js'
 import type { Tables } from '../db/tables.js'
 import { prefixedId } from '../ids.js'
 import type { Marketplace } from './marketplaces.js'
@@ -41,10 +41,7 @@ export class ProviderRepository {
   /** A provider with its first token, in one transaction. */
   async create(input: { name: string; industry?: string }, nowMs: number): Promise<Provider & { token: IssuedToken }> {
     const provider = { id: prefixedId('prv', nowMs), name: input.name, industry: input.industry ?? DEFAULT_INDUSTRY }
-    const token = await this.database.writer.transaction().execute(async (trx) => {
-      await trx.insertInto('providers').values({ id: provider.id, name: provider.name, industry: provider.industry, created_at_ms: nowMs }).execute()
-      return insertToken(trx, 'tokens', provider.id, nowMs)
-    })
+    const token = await this.database.transact(insertProvider, provider, nowMs)
     return { ...provider, token }
   }
 
@@ -52,21 +49,8 @@ export class ProviderRepository {
    * Creates provider `demo` with a token when there is no provider at all, as one statement, so two
    * instances starting together cannot both do it. Returns the token only to the one that created it.
    */
-  async createDemoIfNone(nowMs: number): Promise<IssuedToken | undefined> {
-    return this.database.writer.transaction().execute(async (trx) => {
-      const id = prefixedId('prv', nowMs)
-      const inserted = await trx
-        .insertInto('providers')
-        .columns(['id', 'name', 'industry', 'created_at_ms'])
-        .expression(
-          trx
-            .selectNoFrom((eb) => [eb.val(id).as('id'), eb.val('demo').as('name'), eb.val(DEFAULT_INDUSTRY).as('industry'), eb.val(nowMs).as('created_at_ms')])
-            .where((eb) => eb.not(eb.exists(eb.selectFrom('providers').select('id')))),
-        )
-        .executeTakeFirst()
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return undefined
-      return insertToken(trx, 'tokens', id, nowMs)
-    })
+  createDemoIfNone(nowMs: number): Promise<IssuedToken | undefined> {
+    return this.database.transact(insertDemoIfNone, nowMs)
   }
 
   async list(): Promise<ProviderSummary[]> {
@@ -123,4 +107,26 @@ export class ProviderRepository {
       ? { kind: 'provider', provider: { id: row.id, name: row.name, industry: row.industry as string } }
       : { kind: 'marketplace', marketplace: { id: row.id, name: row.name } }
   }
+}
+
+/** A write transaction (database.transact): a provider with its first token. */
+export async function insertProvider(tx: Tx, provider: Provider, nowMs: number): Promise<IssuedToken> {
+  await tx.insertInto('providers').values({ id: provider.id, name: provider.name, industry: provider.industry, created_at_ms: nowMs }).execute()
+  return insertToken(tx, 'tokens', provider.id, nowMs)
+}
+
+/** A write transaction (database.transact): provider `demo` and its token, when there is no provider at all. */
+export async function insertDemoIfNone(tx: Tx, nowMs: number): Promise<IssuedToken | undefined> {
+  const id = prefixedId('prv', nowMs)
+  const inserted = await tx
+    .insertInto('providers')
+    .columns(['id', 'name', 'industry', 'created_at_ms'])
+    .expression(
+      tx
+        .selectNoFrom((eb) => [eb.val(id).as('id'), eb.val('demo').as('name'), eb.val(DEFAULT_INDUSTRY).as('industry'), eb.val(nowMs).as('created_at_ms')])
+        .where((eb) => eb.not(eb.exists(eb.selectFrom('providers').select('id')))),
+    )
+    .executeTakeFirst()
+  if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) return undefined
+  return insertToken(tx, 'tokens', id, nowMs)
 }

@@ -1,5 +1,6 @@
 import { type Kysely, type UpdateQueryBuilder, type UpdateResult } from 'kysely'
 import { byProvider } from '../by-provider.js'
+import type { JobDatabase, Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
 import type { Tables } from '../db/tables.js'
 import type { EventRow } from '../events/feed.js'
@@ -203,93 +204,91 @@ export function disableReason(gone: boolean, failingSinceMs: number, nowMs: numb
 }
 
 /** Records attempts in the log, their deliveries and their endpoints, a transaction per provider; returns the endpoints it disabled. */
-export async function recordAttempts(db: Kysely<Tables>, { nowMs, records, disableAfterMs }: RecordArgs): Promise<string[]> {
+export async function recordAttempts({ transact }: JobDatabase, { nowMs, records, disableAfterMs }: RecordArgs): Promise<string[]> {
   const disabled: string[] = []
   for (const [providerId, own] of byProvider(records, 'providerId')) {
-    disabled.push(...(await recordProviderAttempts(db, providerId, own, nowMs, disableAfterMs)))
+    disabled.push(...(await transact(recordProviderAttempts, providerId, own, nowMs, disableAfterMs)))
   }
   return disabled
 }
 
 /** An attempt whose delivery is no longer owed (endpoint deleted, or recorded by another instance after our lease ran out) leaves no trace. */
-function recordProviderAttempts(
-  db: Kysely<Tables>,
+export async function recordProviderAttempts(
+  tx: Tx,
   providerId: string,
   records: readonly AttemptRecord[],
   nowMs: number,
   disableAfterMs: number,
 ): Promise<string[]> {
-  return db.transaction().execute(async (tx) => {
-    // RETURNING tells which deliveries were still owed.
-    const done = records.filter((record) => record.retryAtMs === null).map((record) => record.deliveryId)
-    const retries = records.filter((record) => record.retryAtMs !== null)
-    const owed = new Set<string>()
-    if (done.length > 0) {
-      const removed = await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('id', 'in', done).returning('id').execute()
-      for (const row of removed) owed.add(row.id)
-    }
-    // One statement each: once an endpoint has failed it has one attempt in flight at a time, so retries come few at once.
-    for (const record of retries) {
-      const rescheduled = await tx
-        .updateTable('webhook_deliveries')
-        .set({ attempts: record.attempt, next_attempt_at_ms: record.retryAtMs as number, lease_until_ms: null })
-        .where('provider_id', '=', providerId)
-        .where('id', '=', record.deliveryId)
-        .returning('id')
-        .executeTakeFirst()
-      if (rescheduled) owed.add(rescheduled.id)
-    }
-    const recorded = records.filter((record) => owed.has(record.deliveryId))
-    if (recorded.length === 0) return []
-    await tx
-      .insertInto('webhook_attempts')
-      .values(
-        recorded.map((record) => ({
-          provider_id: providerId,
-          endpoint_id: record.endpointId,
-          event_id: record.eventId,
-          event_type: record.type,
-          attempt: record.attempt,
-          outcome: record.succeeded ? ('succeeded' as const) : ('failed' as const),
-          response_status: record.responseStatus,
-          duration_ms: record.durationMs,
-          at_ms: record.atMs,
-          error: record.error,
-        })),
-      )
-      .execute()
+  // RETURNING tells which deliveries were still owed.
+  const done = records.filter((record) => record.retryAtMs === null).map((record) => record.deliveryId)
+  const retries = records.filter((record) => record.retryAtMs !== null)
+  const owed = new Set<string>()
+  if (done.length > 0) {
+    const removed = await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('id', 'in', done).returning('id').execute()
+    for (const row of removed) owed.add(row.id)
+  }
+  // One statement each: once an endpoint has failed it has one attempt in flight at a time, so retries come few at once.
+  for (const record of retries) {
+    const rescheduled = await tx
+      .updateTable('webhook_deliveries')
+      .set({ attempts: record.attempt, next_attempt_at_ms: record.retryAtMs as number, lease_until_ms: null })
+      .where('provider_id', '=', providerId)
+      .where('id', '=', record.deliveryId)
+      .returning('id')
+      .executeTakeFirst()
+    if (rescheduled) owed.add(rescheduled.id)
+  }
+  const recorded = records.filter((record) => owed.has(record.deliveryId))
+  if (recorded.length === 0) return []
+  await tx
+    .insertInto('webhook_attempts')
+    .values(
+      recorded.map((record) => ({
+        provider_id: providerId,
+        endpoint_id: record.endpointId,
+        event_id: record.eventId,
+        event_type: record.type,
+        attempt: record.attempt,
+        outcome: record.succeeded ? ('succeeded' as const) : ('failed' as const),
+        response_status: record.responseStatus,
+        duration_ms: record.durationMs,
+        at_ms: record.atMs,
+        error: record.error,
+      })),
+    )
+    .execute()
 
-    // Each endpoint once, by its latest attempt here; in one order on every instance, so none waits on another.
-    const latest = new Map<string, AttemptRecord>()
-    const firstFailure = new Map<string, number>()
-    const gone = new Set<string>()
-    for (const record of recorded) {
-      latest.set(record.endpointId, record)
-      if (record.gone) gone.add(record.endpointId)
-      if (record.succeeded) firstFailure.delete(record.endpointId)
-      else if (!firstFailure.has(record.endpointId)) firstFailure.set(record.endpointId, record.atMs)
+  // Each endpoint once, by its latest attempt here; in one order on every instance, so none waits on another.
+  const latest = new Map<string, AttemptRecord>()
+  const firstFailure = new Map<string, number>()
+  const gone = new Set<string>()
+  for (const record of recorded) {
+    latest.set(record.endpointId, record)
+    if (record.gone) gone.add(record.endpointId)
+    if (record.succeeded) firstFailure.delete(record.endpointId)
+    else if (!firstFailure.has(record.endpointId)) firstFailure.set(record.endpointId, record.atMs)
+  }
+  const disabled: string[] = []
+  for (const endpointId of [...latest.keys()].sort()) {
+    const endpoint = (qb: UpdateQueryBuilder<Tables, 'webhook_endpoints', 'webhook_endpoints', UpdateResult>) =>
+      qb.where('provider_id', '=', providerId).where('id', '=', endpointId)
+    if ((latest.get(endpointId) as AttemptRecord).succeeded) {
+      await tx.updateTable('webhook_endpoints').set({ failing_since_ms: null }).$call(endpoint).where('failing_since_ms', 'is not', null).execute()
+      continue
     }
-    const disabled: string[] = []
-    for (const endpointId of [...latest.keys()].sort()) {
-      const endpoint = (qb: UpdateQueryBuilder<Tables, 'webhook_endpoints', 'webhook_endpoints', UpdateResult>) =>
-        qb.where('provider_id', '=', providerId).where('id', '=', endpointId)
-      if ((latest.get(endpointId) as AttemptRecord).succeeded) {
-        await tx.updateTable('webhook_endpoints').set({ failing_since_ms: null }).$call(endpoint).where('failing_since_ms', 'is not', null).execute()
-        continue
-      }
-      const failing = await tx
-        .updateTable('webhook_endpoints')
-        .set((eb) => ({ failing_since_ms: eb.fn.coalesce('failing_since_ms', eb.cast<number>(eb.val(firstFailure.get(endpointId) as number), 'bigint')) }))
-        .$call(endpoint)
-        .where('status', '=', 'enabled')
-        .returning('failing_since_ms')
-        .executeTakeFirst()
-      if (!failing) continue
-      const reason = disableReason(gone.has(endpointId), Number(failing.failing_since_ms), nowMs, disableAfterMs)
-      if (reason === null) continue
-      await tx.updateTable('webhook_endpoints').set({ status: 'disabled', disabled_reason: reason }).$call(endpoint).execute()
-      disabled.push(endpointId)
-    }
-    return disabled
-  })
+    const failing = await tx
+      .updateTable('webhook_endpoints')
+      .set((eb) => ({ failing_since_ms: eb.fn.coalesce('failing_since_ms', eb.cast<number>(eb.val(firstFailure.get(endpointId) as number), 'bigint')) }))
+      .$call(endpoint)
+      .where('status', '=', 'enabled')
+      .returning('failing_since_ms')
+      .executeTakeFirst()
+    if (!failing) continue
+    const reason = disableReason(gone.has(endpointId), Number(failing.failing_since_ms), nowMs, disableAfterMs)
+    if (reason === null) continue
+    await tx.updateTable('webhook_endpoints').set({ status: 'disabled', disabled_reason: reason }).$call(endpoint).execute()
+    disabled.push(endpointId)
+  }
+  return disabled
 }

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely'
-import type { Database } from '../db/connection.js'
+import type { Database, Tx } from '../db/connection.js'
+import type { Transact } from '../db/write-transaction.js'
 import { onPostgres } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import type { Tables, WebhookAttemptsTable, WebhookEndpointsTable } from '../db/tables.js'
@@ -61,12 +62,14 @@ type LogRow = Omit<WebhookAttemptsTable, 'provider_id' | 'endpoint_id' | 'outcom
 
 export class WebhookRepository {
   readonly #db: Kysely<Tables>
+  readonly #transact: Transact
   readonly #list: PreparedQuery<{ providerId: string }, EndpointRow>
   readonly #one: PreparedQuery<{ providerId: string; id: string }, EndpointRow>
   readonly #log: PreparedQuery<{ providerId: string; endpointId: string; limit: number }, LogRow>
 
   constructor(database: Database) {
     this.#db = database.writer
+    this.#transact = database.transact
     const columns = ENDPOINT_COLUMNS
     this.#list = new PreparedQuery(database.kysely, (db, param) =>
       db.selectFrom('webhook_endpoints').select(columns).where('provider_id', '=', param('providerId')).orderBy('created_at_ms').orderBy('id'),
@@ -116,54 +119,12 @@ export class WebhookRepository {
 
   /** A new endpoint, or 'limit' when the provider already has MAX_ENDPOINTS_PER_PROVIDER. */
   create(args: NewEndpoint): Promise<EndpointRow | 'limit'> {
-    return this.#db.transaction().execute(async (tx) => {
-      // The provider's row, locked: two creates at once cannot both pass the limit.
-      await tx
-        .selectFrom('providers')
-        .select('id')
-        .where('id', '=', args.providerId)
-        .$if(onPostgres(tx), (qb) => qb.forUpdate())
-        .execute()
-      const counted = await tx
-        .selectFrom('webhook_endpoints')
-        .select((eb) => eb.fn.countAll<number | string>().as('n'))
-        .where('provider_id', '=', args.providerId)
-        .executeTakeFirstOrThrow()
-      if (Number(counted.n) >= MAX_ENDPOINTS_PER_PROVIDER) return 'limit'
-      return tx
-        .insertInto('webhook_endpoints')
-        .values({
-          id: args.id,
-          provider_id: args.providerId,
-          url: args.url,
-          event_mask: args.eventMask,
-          status: 'enabled',
-          created_at_ms: args.nowMs,
-          secret: args.secret,
-          disabled_reason: null,
-          previous_secret: null,
-          previous_secret_until_ms: null,
-          failing_since_ms: null,
-        })
-        .returning(ENDPOINT_COLUMNS)
-        .executeTakeFirstOrThrow()
-    })
+    return this.#transact(insertEndpoint, args)
   }
 
   /** Removes the endpoint with what it is still owed and its log: no attempt starts for it afterwards. */
-  delete({ providerId, endpointId }: Owned): Promise<boolean> {
-    return this.#db.transaction().execute(async (tx) => {
-      const gone = await tx
-        .deleteFrom('webhook_endpoints')
-        .where('id', '=', endpointId)
-        .where('provider_id', '=', providerId)
-        .returning('id')
-        .executeTakeFirst()
-      if (!gone) return false
-      await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('endpoint_id', '=', endpointId).execute()
-      await tx.deleteFrom('webhook_attempts').where('provider_id', '=', providerId).where('endpoint_id', '=', endpointId).execute()
-      return true
-    })
+  delete(owned: Owned): Promise<boolean> {
+    return this.#transact(deleteEndpoint, owned)
   }
 
   /** The secret it replaces keeps signing until `previousUntilMs`. */
@@ -206,4 +167,47 @@ export class WebhookRepository {
     entries.sort((a, b) => b.atMs - a.atMs)
     return entries.slice(0, limit).map(({ atMs: _, ...entry }) => entry)
   }
+}
+
+/** A write transaction (database.transact): a new endpoint, unless the provider has MAX_ENDPOINTS_PER_PROVIDER. */
+export async function insertEndpoint(tx: Tx, args: NewEndpoint): Promise<EndpointRow | 'limit'> {
+  // The provider's row, locked: two creates at once cannot both pass the limit.
+  await tx
+    .selectFrom('providers')
+    .select('id')
+    .where('id', '=', args.providerId)
+    .$if(onPostgres(tx), (qb) => qb.forUpdate())
+    .execute()
+  const counted = await tx
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('provider_id', '=', args.providerId)
+    .executeTakeFirstOrThrow()
+  if (Number(counted.n) >= MAX_ENDPOINTS_PER_PROVIDER) return 'limit'
+  return tx
+    .insertInto('webhook_endpoints')
+    .values({
+      id: args.id,
+      provider_id: args.providerId,
+      url: args.url,
+      event_mask: args.eventMask,
+      status: 'enabled',
+      created_at_ms: args.nowMs,
+      secret: args.secret,
+      disabled_reason: null,
+      previous_secret: null,
+      previous_secret_until_ms: null,
+      failing_since_ms: null,
+    })
+    .returning(ENDPOINT_COLUMNS)
+    .executeTakeFirstOrThrow()
+}
+
+/** A write transaction (database.transact): the endpoint with what it is still owed and its log. */
+export async function deleteEndpoint(tx: Tx, { providerId, endpointId }: Owned): Promise<boolean> {
+  const gone = await tx.deleteFrom('webhook_endpoints').where('id', '=', endpointId).where('provider_id', '=', providerId).returning('id').executeTakeFirst()
+  if (!gone) return false
+  await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('endpoint_id', '=', endpointId).execute()
+  await tx.deleteFrom('webhook_attempts').where('provider_id', '=', providerId).where('endpoint_id', '=', endpointId).execute()
+  return true
 }

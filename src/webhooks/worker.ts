@@ -4,14 +4,13 @@ import type { AttemptObserver } from '../metrics.js'
 import { eventOf } from '../events/feed.js'
 import { Periodic } from '../periodic.js'
 import { TrailingBatches } from '../trailing-batches.js'
-import type { Kysely } from 'kysely'
-import type { Tables } from '../db/tables.js'
+import type { JobDatabase } from '../db/connection.js'
 import { claimDeliveries, nextAttemptAt, recordAttempts, type AttemptRecord, type ClaimedDelivery } from './deliveries.js'
 import type { WebhookSender } from './sender.js'
 import { signatureHeader } from './signature.js'
 
 export interface DeliveryWorkerOptions {
-  db: Kysely<Tables>
+  db: JobDatabase
   clock: Clock
   sender: WebhookSender
   /** WEBHOOK_TIMEOUT_MS: also sets how long a claim holds a delivery. */
@@ -139,7 +138,7 @@ export class DeliveryWorker {
       const nowMs = clock()
       const now = performance.now()
       for (const [endpointId, until] of this.#resting) if (until <= now) this.#resting.delete(endpointId)
-      const { deliveries, more } = await claimDeliveries(db, {
+      const { deliveries, more } = await claimDeliveries(db.db, {
         nowMs,
         limit,
         leaseUntilMs: nowMs + timeoutMs + LEASE_MARGIN_MS,
