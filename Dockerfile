@@ -27,10 +27,14 @@ RUN npm run build \
       node_modules/better-sqlite3/build/Release/.deps node_modules/better-sqlite3/build/deps
 
 FROM node:20-bookworm-slim
+# Uploaded images beside the database, on the volume. Two malloc arenas: libvips' threads (image uploads) would
+# otherwise each keep memory they freed.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
-    DATABASE_URL=sqlite:/data/listings.db
+    DATABASE_URL=sqlite:/data/listings.db \
+    IMAGE_STORE_URL=file:/data/images \
+    MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

@@ -12,7 +12,7 @@ export const problemTypes = {
     description:
       'The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break ' +
       'the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an ' +
-      'If-Match or If-None-Match over 1,024 characters.',
+      'If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels.',
   },
   'image-unavailable': {
     status: 400,
@@ -20,7 +20,7 @@ export const problemTypes = {
     description:
       'An image could not be fetched: DNS failure, refused, a non-2xx answer, more than 3 redirects, over ' +
       "IMAGE_FETCH_TIMEOUT_MS (which bounds the whole wait for a create's images, waiting for a free fetch " +
-      'included), or a forbidden (private) address. `errors[]` points at every failing image.',
+      'included), or a forbidden (private) address; or an image url of this service names no image you uploaded. `errors[]` points at every failing image.',
   },
   unauthorized: {
     status: 401,
@@ -37,7 +37,7 @@ export const problemTypes = {
     title: 'Not found',
     description:
       'No route has this method and path, or none of your listings, events or webhook endpoints has this id ' +
-      '(another provider’s are as unknown as ids that do not exist).',
+      '(another provider’s are as unknown as ids that do not exist), or no image has this name.',
   },
   // Answered before any route sees the request (answerClientError).
   'request-timeout': {
@@ -79,19 +79,19 @@ export const problemTypes = {
   'image-too-large': {
     status: 413,
     title: 'Image too large',
-    description: 'An image is larger than IMAGE_MAX_BYTES (5 MiB by default). `errors[]` points at every failing image.',
+    description: 'An image, fetched or uploaded, is larger than IMAGE_MAX_BYTES (5 MiB by default). `errors[]` points at every failing image.',
   },
   'unsupported-media-type': {
     status: 415,
     title: 'Unsupported media type',
     description:
-      'The request Content-Type is not application/json (in UTF-8), or the body is in a content coding (any ' +
+      'The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any ' +
       'Content-Encoding but identity) or a transfer coding other than chunked: none is decoded.',
   },
   'unsupported-image-format': {
     status: 415,
     title: 'Unsupported image format',
-    description: 'An image is not JPEG, PNG, GIF or WebP, judged by its first bytes. `errors[]` points at every failing image.',
+    description: 'An image, fetched or uploaded, is not JPEG, PNG, GIF or WebP, judged by its first bytes. `errors[]` points at every failing image.',
   },
   'rate-limited': {
     status: 429,
@@ -110,7 +110,7 @@ export const problemTypes = {
     title: 'Service unavailable',
     description:
       'The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this ' +
-      'instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was ' +
+      'instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was ' +
       'stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay.',
   },
 } as const

@@ -6,6 +6,7 @@ import { clientFiles, DOCUMENT_FILE, TYPES_FILE } from '../scripts/generate-clie
 import { join } from 'node:path'
 import { fixtureImages, listingBody } from './fixtures.js'
 import { startService, type TestService } from './helper.js'
+import { phonePhoto } from './image-files.js'
 import { cleanEnv, ROOT, run } from './process.js'
 
 /** A create's body as the client types it; the fixtures build one as a plain object. */
@@ -154,6 +155,21 @@ describe('the typed client against the running service', () => {
     assert.ok(ids.includes(listingId))
     const refused = await client.GET('/api/v1/discover', { params: { query } })
     assert.equal(refused.error?.type, '/problems/forbidden')
+  })
+
+  test('photos, typed: upload one (the same bytes again are the same image), then read it back without a token', async () => {
+    const photo = await phonePhoto(80, 60)
+    const upload = () =>
+      client.POST('/api/v1/images', { body: new Uint8Array(photo), bodySerializer: (bytes) => bytes, headers: { 'content-type': 'image/jpeg' } })
+    const uploaded = await unwrap(upload())
+    assert.deepEqual([uploaded.format, uploaded.width, uploaded.height], ['jpeg', 60, 80])
+    assert.equal((await upload()).response.status, 200)
+    const file = new URL(uploaded.url).pathname.slice('/images/'.length)
+    const image = await client.GET('/images/{file}', { params: { path: { file } }, parseAs: 'arrayBuffer' })
+    assert.equal(image.response.headers.get('content-type'), 'image/jpeg')
+    assert.equal(image.data?.byteLength, uploaded.bytes)
+    const refused = await client.POST('/api/v1/images', { body: 'not a photo', bodySerializer: (text) => text, headers: { 'content-type': 'text/plain' } })
+    assert.equal(refused.error?.type, '/problems/unsupported-media-type')
   })
 
   test('the operations without a token: probes and metrics', async () => {

@@ -61,6 +61,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/images/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An uploaded image
+         * @description The url an upload answered with; no token. Immutable: cache it for as long as you like. A removed image, or a file name that names no image (another extension included), is `404`.
+         */
+        get: operations["getImage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/listing/create": {
         parameters: {
             query?: never;
@@ -95,6 +115,26 @@ export interface paths {
         get: operations["listListings"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a photo
+         * @description The body is the image itself (at most IMAGE_MAX_BYTES), not JSON. Its content decides its format. What is stored is what is served: upright, without metadata (no EXIF, GPS position, XMP, IPTC or comments), at most IMAGE_MAX_EDGE pixels on its longer side, in its own format; an animated GIF or WebP keeps its first frame. The same bytes uploaded again answer the same image. An image no listing names is removed IMAGE_UNUSED_DAYS after its last upload.
+         */
+        post: operations["uploadImage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -357,6 +397,23 @@ export interface components {
             detail: string;
             /** @description Every problem found, not only the first (validation, conflicts, image checks). */
             errors?: components["schemas"]["ProblemDetail"][];
+        };
+        UploadedImage: {
+            /** @description `img_` and 24 random characters. */
+            id: string;
+            /** @description Where the image is served, without a token; give it as `imageUrl` in a listing. */
+            url: string;
+            /**
+             * @description What the content is; the url ends in .jpg, .png, .webp or .gif.
+             * @enum {unknown}
+             */
+            format: "jpeg" | "png" | "webp" | "gif";
+            /** @description Size of the image as served, which may be smaller than what was uploaded. */
+            bytes: number;
+            /** @description In pixels, upright, at most IMAGE_MAX_EDGE. */
+            width: number;
+            /** @description In pixels, upright, at most IMAGE_MAX_EDGE. */
+            height: number;
         };
         CreateListingResponse: {
             /** @constant */
@@ -666,7 +723,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -728,8 +785,81 @@ export interface operations {
                     };
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getImage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The ETag you hold: `304` if it is this image’s.
+                 * @example "img_an0therImageS3enB4xYzA1"
+                 */
+                "if-none-match"?: string;
+            };
+            path: {
+                /**
+                 * @description The image’s id and its extension.
+                 * @example img_q3Jx0N4v2b7sYc1WmT9kZp5A.jpg
+                 */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The image, as stored. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description Strong; the image never changes under its url. */
+                    ETag?: string;
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example (the image) */
+                    "image/jpeg": string;
+                    /** @example (the image) */
+                    "image/png": string;
+                    /** @example (the image) */
+                    "image/webp": string;
+                    /** @example (the image) */
+                    "image/gif": string;
+                };
+            };
+            /** @description Not modified: `If-None-Match` names the current representation. No body; the ETag is repeated. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description The current ETag. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -837,7 +967,7 @@ export interface operations {
                         urlSafeName: string;
                         /**
                          * Format: http-url
-                         * @description Fetched by the service before the listing is stored: it must be a JPEG, PNG, GIF or WebP (judged by its first bytes) of at most 5 MiB (IMAGE_MAX_BYTES) on a public address. Format `http-url`: an absolute http or https URL without a user name or password.
+                         * @description Fetched by the service before the listing is stored: it must be a JPEG, PNG, GIF or WebP (judged by its first bytes) of at most 5 MiB (IMAGE_MAX_BYTES) on a public address; or the url of a photo you uploaded (POST /api/v1/images), looked up instead. Format `http-url`: an absolute http or https URL without a user name or password.
                          */
                         imageUrl: string;
                     };
@@ -872,7 +1002,7 @@ export interface operations {
                         urlSafeName: string;
                         /**
                          * Format: http-url
-                         * @description Fetched by the service before the listing is stored: it must be a JPEG, PNG, GIF or WebP (judged by its first bytes) of at most 5 MiB (IMAGE_MAX_BYTES) on a public address. Format `http-url`: an absolute http or https URL without a user name or password.
+                         * @description Fetched by the service before the listing is stored: it must be a JPEG, PNG, GIF or WebP (judged by its first bytes) of at most 5 MiB (IMAGE_MAX_BYTES) on a public address; or the url of a photo you uploaded (POST /api/v1/images), looked up instead. Format `http-url`: an absolute http or https URL without a user name or password.
                          */
                         imageUrl?: string;
                         /** @enum {unknown} */
@@ -916,9 +1046,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters.
+             * @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels.
              *
-             *     `/problems/image-unavailable`: An image could not be fetched: DNS failure, refused, a non-2xx answer, more than 3 redirects, over IMAGE_FETCH_TIMEOUT_MS (which bounds the whole wait for a create's images, waiting for a free fetch included), or a forbidden (private) address. `errors[]` points at every failing image.
+             *     `/problems/image-unavailable`: An image could not be fetched: DNS failure, refused, a non-2xx answer, more than 3 redirects, over IMAGE_FETCH_TIMEOUT_MS (which bounds the whole wait for a create's images, waiting for a free fetch included), or a forbidden (private) address; or an image url of this service names no image you uploaded. `errors[]` points at every failing image.
              */
             400: {
                 headers: {
@@ -970,7 +1100,7 @@ export interface operations {
             /**
              * @description `/problems/payload-too-large`: The request body is over 1 MiB.
              *
-             *     `/problems/image-too-large`: An image is larger than IMAGE_MAX_BYTES (5 MiB by default). `errors[]` points at every failing image.
+             *     `/problems/image-too-large`: An image, fetched or uploaded, is larger than IMAGE_MAX_BYTES (5 MiB by default). `errors[]` points at every failing image.
              */
             413: {
                 headers: {
@@ -984,9 +1114,9 @@ export interface operations {
                 };
             };
             /**
-             * @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded.
+             * @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded.
              *
-             *     `/problems/unsupported-image-format`: An image is not JPEG, PNG, GIF or WebP, judged by its first bytes. `errors[]` points at every failing image.
+             *     `/problems/unsupported-image-format`: An image, fetched or uploaded, is not JPEG, PNG, GIF or WebP, judged by its first bytes. `errors[]` points at every failing image.
              */
             415: {
                 headers: {
@@ -1028,7 +1158,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1094,7 +1224,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1159,7 +1289,156 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    uploadImage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "image/jpeg": unknown;
+                "image/png": unknown;
+                "image/webp": unknown;
+                "image/gif": unknown;
+            };
+        };
+        responses: {
+            /** @description You uploaded these bytes before: the same image, kept as long as a new upload. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadedImage"];
+                };
+            };
+            /** @description The image is stored; its url serves it at once. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The image’s url, as in the body. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadedImage"];
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/image-too-large`: An image, fetched or uploaded, is larger than IMAGE_MAX_BYTES (5 MiB by default). `errors[]` points at every failing image. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded.
+             *
+             *     `/problems/unsupported-image-format`: An image, fetched or uploaded, is not JPEG, PNG, GIF or WebP, judged by its first bytes. `errors[]` points at every failing image.
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1220,7 +1499,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1256,7 +1535,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1297,7 +1576,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1381,7 +1660,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListingView"];
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1417,7 +1696,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1465,7 +1744,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1506,7 +1785,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1567,7 +1846,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1603,7 +1882,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1644,7 +1923,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1693,7 +1972,7 @@ export interface operations {
                     "application/json": components["schemas"]["ListingView"];
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1729,7 +2008,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1794,7 +2073,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1840,7 +2119,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventsPage"];
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1905,7 +2184,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1993,7 +2272,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2049,7 +2328,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhookEndpoint"];
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2109,7 +2388,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2150,7 +2429,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2191,7 +2470,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2227,7 +2506,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2268,7 +2547,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2307,7 +2586,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2343,7 +2622,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2384,7 +2663,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2425,7 +2704,7 @@ export interface operations {
                     "application/json": components["schemas"]["RotatedSecret"];
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2461,7 +2740,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2502,7 +2781,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2543,7 +2822,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2579,7 +2858,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2620,7 +2899,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2667,7 +2946,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveriesPage"];
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2703,7 +2982,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist). */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2744,7 +3023,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2815,7 +3094,7 @@ export interface operations {
                     "application/json": components["schemas"]["DiscoverPage"];
                 };
             };
-            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. */
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2880,7 +3159,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -1,4 +1,5 @@
 import { pruneProvider } from '../events/retention.js'
+import { removeUnusedOfProvider } from '../images/uploads.js'
 import { insertListings } from '../listings/create-listing.js'
 import { expireListings, patchListing, withdrawListing } from '../listings/changes.js'
 import { insertMarketplace } from '../providers/marketplaces.js'
@@ -17,6 +18,7 @@ export const writeTransactions = {
   expireListings,
   recordProviderAttempts,
   pruneProvider,
+  removeUnusedOfProvider,
   insertEndpoint,
   deleteEndpoint,
   insertProvider,

@@ -31,8 +31,8 @@ const ImageUrl = Type.String({
   format: 'http-url',
   description:
     'Fetched by the service before the listing is stored: it must be a JPEG, PNG, GIF or WebP (judged by its ' +
-    'first bytes) of at most 5 MiB (IMAGE_MAX_BYTES) on a public address. Format `http-url`: an absolute http ' +
-    'or https URL without a user name or password.',
+    'first bytes) of at most 5 MiB (IMAGE_MAX_BYTES) on a public address; or the url of a photo you uploaded (POST ' +
+    '/api/v1/images), looked up instead. Format `http-url`: an absolute http or https URL without a user name or password.',
 })
 
 export const ListingTypes = ['timed', 'priority_timed'] as const
