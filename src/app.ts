@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config.js'
@@ -20,6 +21,12 @@ import { createAjv, validatorCompiler } from './http/validation.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
 import type { ImageCheck } from './images/check.js'
 import { ImageProber } from './images/prober.js'
+import { serviceAddress, withHostedImages } from './images/hosted-check.js'
+import { openImageStore, type ImageStore } from './images/image-store.js'
+import { DecodeSlots } from './images/process-image.js'
+import { serveImageRoutes } from './images/serve-routes.js'
+import { uploadRoutes } from './images/upload-routes.js'
+import { Uploads } from './images/uploads.js'
 import { ListingCreates } from './listings/create-listing.js'
 import { ListingRepository } from './listings/repository.js'
 import { CursorCodec } from './discovery/cursor.js'
@@ -43,6 +50,8 @@ export interface AppDependencies {
   clock?: Clock
   /** Replaces the image prober built from config (tests pass one with their own resolver). */
   checkImages?: ImageCheck
+  /** Replaces the store IMAGE_STORE_URL names. */
+  imageStore?: ImageStore
   /** None: silent. */
   logger?: FastifyBaseLogger
   /** The process's metrics, also given to openDatabase. */
@@ -155,7 +164,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     metrics.watchImageWork(() => prober.work())
     checkImages = prober.check
   }
-  checkImages = drain.bound(checkImages)
+  const uploads = new Uploads(database)
+  const imageStore = deps.imageStore ?? (await openImageStore(config))
+  const address = serviceAddress(config, () => (app.server.listening ? (app.server.address() as AddressInfo).port : undefined))
+  checkImages = drain.bound(withHostedImages(checkImages, uploads, address.origins, clock))
+  await app.register(serveImageRoutes, { store: imageStore })
 
   const providers = new ProviderRepository(database)
   // DATABASE_READ_URL: the provider's reads and discovery's candidates on the standby.
@@ -199,6 +212,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
             priority_timed: config.LISTING_TTL_PRIORITY_TIMED_SECONDS,
           },
         },
+      })
+      await api.register(uploadRoutes, {
+        uploads,
+        store: imageStore,
+        slots: new DecodeSlots(config.IMAGE_UPLOADS_IN_FLIGHT, config.IMAGE_FETCH_TIMEOUT_MS),
+        limits: { maxBytes: config.IMAGE_MAX_BYTES, maxPixels: config.IMAGE_MAX_PIXELS, maxEdge: config.IMAGE_MAX_EDGE },
+        clock,
+        baseUrl: address.baseUrl,
       })
       await api.register(oneListingRoutes, { listings, db: database.writer, clock })
       await api.register(eventRoutes, { feed: new EventFeed(database, reads) })

@@ -54,6 +54,42 @@ export const ConfigSchema = Type.Object(
         "most images one provider's creates may be waiting on at once (from the start of each create's image " +
         'check to its end); a create that would go over is refused with `429` and `Retry-After`',
     }),
+    IMAGE_MAX_PIXELS: Type.Integer({
+      minimum: 1,
+      default: 40000000,
+      description: 'largest uploaded image in pixels (width × height), judged from its header before any pixel is decoded',
+    }),
+    IMAGE_MAX_EDGE: Type.Integer({
+      minimum: 16,
+      default: 2048,
+      description: 'an uploaded image larger than this on its longer side is scaled down to it',
+    }),
+    IMAGE_UPLOADS_IN_FLIGHT: Type.Integer({
+      minimum: 1,
+      default: 4,
+      description:
+        'uploads decoded at once per instance; up to eight times as many may wait (each at most `IMAGE_FETCH_TIMEOUT_MS`), ' +
+        'more are `503` with `Retry-After`',
+    }),
+    IMAGE_STORE_URL: Type.String({
+      pattern: '^(file:.+|s3://[^/?#]+(/[^?#]*)?)$',
+      default: 'file:./data/images',
+      description:
+        'where uploaded images are kept: `file:<directory>`, or `s3://<bucket>[/prefix]` for an S3-compatible store that every ' +
+        'instance shares (credentials and region from the usual `AWS_*` variables)',
+    }),
+    S3_ENDPOINT: Type.Optional(
+      Type.String({
+        pattern: '^https?://.+',
+        description: 'an S3-compatible server other than AWS (`https://minio.internal:9000`), addressed path-style; unset: AWS S3',
+      }),
+    ),
+    AWS_REGION: Type.Optional(Type.String({ minLength: 1, description: "the S3 bucket's region; unset: `us-east-1`" })),
+    IMAGE_UNUSED_DAYS: Type.Integer({
+      minimum: 1,
+      default: 7,
+      description: 'an uploaded image that no listing names is removed this many days after its last upload',
+    }),
     IMAGE_ALLOW_PRIVATE_NETWORKS: Type.Boolean({
       default: false,
       description: '`true` lets images come from loopback/private addresses (development and tests only)',
@@ -127,7 +163,7 @@ export const ConfigSchema = Type.Object(
         pattern: '^https?://[^/?#]+/?$',
         description:
           'the address browsers reach the service at (`https://listings.example.com`, no path), used in the console ' +
-          'sign-in links `console-link` prints; unset: `http://HOST:PORT`',
+          'sign-in links `console-link` prints and in the urls of uploaded images; unset: `http://HOST:PORT`',
       }),
     ),
     LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {

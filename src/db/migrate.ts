@@ -13,6 +13,7 @@ import * as serviceKeys from '../migrations/2026-11-25-service-keys.js'
 import * as consoleSessions from '../migrations/2026-11-25-console-sessions.js'
 import * as itemsStoredOnce from '../migrations/2026-11-25-items-stored-once.js'
 import * as shardReadyKeys from '../migrations/2026-11-25-shard-ready-keys.js'
+import * as hostedImages from '../migrations/2026-11-27-hosted-images.js'
 
 interface Migration {
   name: string
@@ -33,6 +34,7 @@ export const migrations: readonly Migration[] = [
   { name: '2026-11-25-console-sessions', up: consoleSessions.up },
   { name: '2026-11-25-items-stored-once', up: itemsStoredOnce.up },
   { name: '2026-11-25-shard-ready-keys', up: shardReadyKeys.up },
+  { name: '2026-11-27-hosted-images', up: hostedImages.up },
 ]
 
 /**

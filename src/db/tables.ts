@@ -157,6 +157,25 @@ export interface ConsoleLinksTable {
   used_at_ms: number | null
 }
 
+/** Images uploaded by providers (POST /api/v1/images); their bytes are in the image store under `<id>.<ext>`. */
+export interface ImagesTable {
+  provider_id: string
+  /** `img_…`: random, so a removed image's id is never reused. */
+  id: string
+  /** SHA-256 of the bytes as uploaded: the same bytes uploaded again are this image. */
+  upload_hash: string
+  format: 'jpeg' | 'png' | 'webp' | 'gif'
+  /** Of the image as stored and served. */
+  bytes: number
+  width: number
+  height: number
+  created_at_ms: number
+  /** The last upload of the same bytes: an image no listing names is removed some days after it. */
+  last_used_ms: number
+  /** When a listing first named it: from then on it is kept. */
+  listed_at_ms: number | null
+}
+
 export interface Tables {
   providers: ProvidersTable
   tokens: TokensTable
@@ -170,4 +189,5 @@ export interface Tables {
   service_keys: ServiceKeysTable
   console_sessions: ConsoleSessionsTable
   console_links: ConsoleLinksTable
+  images: ImagesTable
 }

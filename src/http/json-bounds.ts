@@ -109,6 +109,9 @@ export function schemaDepth(schema: Schema | boolean | undefined): number {
 /** Throws when a route's body schema accepts bodies deeper than MAX_BODY_DEPTH: raise the bound with the schema. */
 export function assertBodyFits(route: string, schema: unknown): void {
   if (schema === undefined) return
+  // A body of bytes (a media type per content, none of them JSON) is never parsed as JSON.
+  const content = (schema as { content?: object }).content
+  if (content !== undefined && !Object.keys(content).some((type) => type.endsWith('json'))) return
   const depth = schemaDepth(schema as Schema)
   if (depth > MAX_BODY_DEPTH) {
     throw new Error(`${route}: its body schema nests ${depth} levels deep, past MAX_BODY_DEPTH (${MAX_BODY_DEPTH})`)
