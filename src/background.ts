@@ -6,6 +6,8 @@ import { isDatabaseUnavailable } from './db/dialect.js'
 import type { Tables } from './db/tables.js'
 import { PRUNE_BATCH, PRUNE_INTERVAL_MS, pruneEvents } from './events/retention.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
+import { openImageStore, type ImageStore } from './images/image-store.js'
+import { REMOVAL_BATCH, removeUnusedImages } from './images/uploads.js'
 import { recordExpiries, SWEEP_INTERVAL_MS } from './listings/expiry.js'
 import type { Metrics } from './metrics.js'
 import { Periodic } from './periodic.js'
@@ -24,7 +26,17 @@ export interface BackgroundDependencies {
   metrics: Metrics
   /** Whether the API is busy: webhook deliveries then give way. */
   busy: () => boolean
-  config: Pick<Config, 'EVENT_RETENTION_DAYS' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_SCHEDULE' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'>
+  config: Pick<
+    Config,
+    | 'EVENT_RETENTION_DAYS'
+    | 'WEBHOOK_TIMEOUT_MS'
+    | 'WEBHOOK_RETRY_SCHEDULE'
+    | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'
+    | 'IMAGE_UNUSED_DAYS'
+    | 'IMAGE_STORE_URL'
+    | 'S3_ENDPOINT'
+    | 'AWS_REGION'
+  >
 }
 
 const DAY_MS = 24 * 3600 * 1000
@@ -58,6 +70,21 @@ export function startBackgroundJobs({ db, clock, logger, metrics, busy, config }
     PRUNE_INTERVAL_MS,
     onError('retention'),
   )
+  let store: Promise<ImageStore> | undefined
+  const unusedImages = new Periodic(
+    async () => {
+      const beforeMs = clock() - config.IMAGE_UNUSED_DAYS * DAY_MS
+      let removed = 0
+      for (;;) {
+        const batch = await removeUnusedImages(db, await (store ??= openImageStore(config)), { beforeMs, limit: REMOVAL_BATCH })
+        removed += batch
+        if (batch < REMOVAL_BATCH) break
+      }
+      if (removed > 0) logger.info({ removed }, 'uploaded images no listing names removed')
+    },
+    PRUNE_INTERVAL_MS,
+    onError('unused images'),
+  )
   const deliveries = new DeliveryWorker({
     db,
     clock,
@@ -73,6 +100,7 @@ export function startBackgroundJobs({ db, clock, logger, metrics, busy, config }
   })
   expiries.start()
   retention.start()
+  unusedImages.start()
   deliveries.start()
-  return { stop: () => Promise.all([expiries.stop(), retention.stop(), deliveries.stop()]).then(() => {}) }
+  return { stop: () => Promise.all([expiries.stop(), retention.stop(), unusedImages.stop(), deliveries.stop()]).then(() => {}) }
 }

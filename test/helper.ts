@@ -225,11 +225,14 @@ export interface ServiceOptions {
 /** The real service on a real database, listening on 127.0.0.1 at a free port. */
 export async function startService(dialect: DialectName, options: ServiceOptions = {}): Promise<TestService> {
   const testDatabase = await createTestDatabase(dialect)
+  // Uploaded images in a folder of the service's own, gone with it.
+  const imageFolder = mkdtempSync(join(tmpdir(), 'listing-images-'))
   const config = loadConfig({
     DATABASE_URL: options.connectVia?.(testDatabase.url) ?? testDatabase.url,
     LOG_LEVEL: 'silent',
     // The fixture images are served on loopback (see fixtures.ts).
     IMAGE_ALLOW_PRIVATE_NETWORKS: 'true',
+    IMAGE_STORE_URL: `file:${imageFolder}`,
     ...options.env,
   })
   // Wired as server.ts wires them, so the service under test measures its database queries too.
@@ -285,6 +288,7 @@ export async function startService(dialect: DialectName, options: ServiceOptions
       await app.close()
       await database.close()
       await testDatabase.drop()
+      rmSync(imageFolder, { recursive: true, force: true })
     },
   }
 }

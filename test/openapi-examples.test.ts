@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { dereference } from '@readme/openapi-parser'
+import type { ImageFormat } from '../src/images/sniff.js'
 import { startService, type TestService } from './helper.js'
+import { imageOf } from './image-files.js'
 import { assertMatches, examplesOf, fetchDocument, marketplaceToken, operationsOf, realParameters, type Document } from './openapi-support.js'
 
 // GET /openapi.json (docs/api.md): the examples are what the service accepts and answers, and every response has one. The machinery is in openapi-support.ts.
@@ -35,7 +37,10 @@ describe('GET /openapi.json: examples', () => {
         if (parameter.in === 'query' && parameter.name !== 'cursor' && parameter.name !== 'limit') examples.set(parameter.name, String(parameter.example))
       }
       // Ids in examples name nothing that exists: path parameters, the feed's `after` and discovery's `cursor` name real things instead.
-      const real = providerToken === undefined ? {} : await realParameters(acceptingImages, providerToken, examples)
+      // A public route naming something (an image) gets real values too, made by a provider of its own.
+      const names = (operation.parameters ?? []).some((parameter: { in: string }) => parameter.in === 'path')
+      const owner = providerToken ?? (names ? (await acceptingImages.newProvider()).token : undefined)
+      const real = owner === undefined ? {} : await realParameters(acceptingImages, owner, examples)
       let path = template
       const query = new URLSearchParams()
       const headers: Record<string, string> = {}
@@ -48,9 +53,18 @@ describe('GET /openapi.json: examples', () => {
       }
       const search = query.size > 0 ? `?${query}` : ''
       const bodies = examplesOf(operation.requestBody?.content?.['application/json'] ?? {})
-      if (operation.requestBody) assert.ok(bodies.length > 0, `${route} has no request example`)
-      for (const [name, body] of bodies.length > 0 ? bodies : [['no body', undefined] as const]) {
-        const response = await acceptingImages.request(method, `${path}${search}`, { token, json: body, headers })
+      // A body of bytes has no example in the document: a real image of each type it takes is sent instead.
+      const imageTypes = Object.keys(operation.requestBody?.content ?? {}).filter((type) => type.startsWith('image/'))
+      if (operation.requestBody) assert.ok(bodies.length > 0 || imageTypes.length > 0, `${route} has no request example`)
+      const sent: Array<readonly [string, { json?: unknown; raw?: Buffer; type?: string }]> = bodies.map(([name, json]) => [name, { json }] as const)
+      for (const type of imageTypes) sent.push([type, { raw: await imageOf(type.slice('image/'.length) as ImageFormat, 40, 30), type }])
+      for (const [name, { json: body, raw, type }] of sent.length > 0 ? sent : [['no body', {}] as const]) {
+        const response = await acceptingImages.request(method, `${path}${search}`, {
+          token,
+          json: body,
+          raw,
+          headers: type === undefined ? headers : { ...headers, 'content-type': type },
+        })
         const context = `${route}${search} (${name}): ${response.status} ${response.text.slice(0, 500)}`
         assert.ok([200, 201, 204].includes(response.status), context)
         if (response.status === 204) {

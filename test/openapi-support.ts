@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict'
+import { mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { after, before } from 'node:test'
 import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
@@ -10,6 +12,7 @@ import { MarketplaceRepository } from '../src/providers/marketplaces.js'
 import { ProviderRepository } from '../src/providers/repository.js'
 import { fixtureImages, listingBody } from './fixtures.js'
 import { startService, type Response, type TestService } from './helper.js'
+import { phonePhoto } from './image-files.js'
 
 // What the openapi-*.test.ts files share. They check GET /openapi.json and GET /docs (docs/api.md): the document
 // is valid OpenAPI 3.1, its examples are what the service accepts and answers, and every route and every error a
@@ -43,6 +46,8 @@ export const WEBHOOK_BODY = { url: 'https://pos.example.com/hooks/listings' }
 export const DISCOVER = 'GET /api/v1/discover'
 /** Where aListing's listings are (listingBody's location): discovery provocations look there. */
 export const DISCOVER_PATH = '/api/v1/discover?latitude=24.7136&longitude=46.6753'
+export const UPLOAD = 'POST /api/v1/images'
+export const IMAGE = 'GET /images/{file}'
 export const READY = 'GET /readyz'
 export const METRICS = 'GET /metrics'
 export const ONE_MIB = 1024 * 1024
@@ -196,6 +201,20 @@ export async function aListing(service: TestService, token: string): Promise<{ i
 
 export const UNKNOWN_LISTING = '0'.repeat(26)
 
+/** POST /api/v1/images with `bytes` as a JPEG. */
+export const uploadImage = (service: TestService, token: string | undefined, bytes: Buffer | string, type = 'image/jpeg') =>
+  service.request('POST', '/api/v1/images', { token, raw: bytes, headers: { 'content-type': type } })
+
+/** An image the provider with `token` uploaded: its file name (`img_….jpg`). */
+export async function anImage(service: TestService, token: string): Promise<string> {
+  const uploaded = await uploadImage(service, token, await phonePhoto(48, 32))
+  assert.equal(uploaded.status, 201, uploaded.text)
+  return new URL(uploaded.body.url).pathname.slice('/images/'.length)
+}
+
+/** The image whose file the 500 provocation of the image route replaced by a folder. */
+let imageOfBroken = ''
+
 /** A webhook endpoint of the provider with `token`: its id. */
 export async function anEndpoint(service: TestService, token: string): Promise<string> {
   const created = await service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY })
@@ -229,6 +248,7 @@ export const authenticated: Record<string, (service: TestService, token: string 
   [EVENTS]: (service, token) => service.request('GET', '/api/v1/events', { token }),
   [WEBHOOK_CREATE]: (service, token) => service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY }),
   [WEBHOOK_LIST]: (service, token) => service.request('GET', '/api/v1/webhooks', { token }),
+  [UPLOAD]: async (service, token) => uploadImage(service, token, await phonePhoto(40, 30)),
   ...Object.fromEntries(
     WEBHOOK_ROUTES_OF_ONE.map(([route, method, path]) => [
       route,
@@ -289,7 +309,14 @@ export async function realParameters(service: TestService, token: string, query:
   const events = await service.request('GET', '/api/v1/events', { token })
   // A cursor continues the query it came from: discovery's examples, one listing per page.
   const discovered = await service.request('GET', `/api/v1/discover?${query}&limit=1`, { token: await marketplaceToken(service) })
-  return { listingId: id, referenceId, after: events.body.data[0].id, cursor: discovered.body?.nextCursor, webhookId: await anEndpoint(service, token) }
+  return {
+    listingId: id,
+    referenceId,
+    after: events.body.data[0].id,
+    cursor: discovered.body?.nextCursor,
+    webhookId: await anEndpoint(service, token),
+    file: await anImage(service, token),
+  }
 }
 
 /** The listing the 500 provocations of one-listing routes made before renaming a column it needs. */
@@ -326,6 +353,8 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       send: (service: TestService, token: string) => toEndpoint(service, token, method, path, `wh_${'0'.repeat(100)}`),
     })),
     { route: DISCOVER, send: async (service) => service.request('GET', `${DISCOVER_PATH}&limit=0`, { token: await marketplaceToken(service) }) },
+    // A truncated photo.
+    { route: UPLOAD, send: async (service, token) => uploadImage(service, token, (await phonePhoto(64, 48)).subarray(0, 400)) },
     // A malformed If-None-Match on the conditional reads.
     ...[ONE, BY_REFERENCE].map((route) => ({
       route,
@@ -342,10 +371,13 @@ export const provocations: Record<ProblemType, Provocation[]> = {
     route,
     send: async (service, token) => (route === DISCOVER ? service.request('GET', DISCOVER_PATH, { token }) : send(service, await marketplaceToken(service))),
   })),
-  'not-found': [ONE, PATCH, WITHDRAW, BY_REFERENCE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) => ({
-    route,
-    send: (service, token) => authenticated[route]!(service, token),
-  })),
+  'not-found': [
+    ...[ONE, PATCH, WITHDRAW, BY_REFERENCE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) => ({
+      route,
+      send: (service: TestService, token: string) => authenticated[route]!(service, token),
+    })),
+    { route: IMAGE, send: (service) => service.request('GET', `/images/img_${'0'.repeat(24)}.jpg`) },
+  ],
   // Answered by the connection before any route (test/hostile.test.ts provokes them).
   'request-timeout': [],
   'request-headers-too-large': [],
@@ -419,17 +451,26 @@ export const provocations: Record<ProblemType, Provocation[]> = {
         headers: { 'content-type': 'application/json' },
       }),
   })),
-  'image-too-large': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/size/6000000'))) }],
+  'image-too-large': [
+    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/size/6000000'))) },
+    { route: UPLOAD, send: (service, token) => uploadImage(service, token, Buffer.concat([Buffer.from([0xff, 0xd8, 0xff]), Buffer.alloc(5 * ONE_MIB)])) },
+  ],
   'unsupported-media-type': [
-    [CREATE, 'POST', '/api/v1/listing/create'],
-    [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
-    [WEBHOOK_CREATE, 'POST', '/api/v1/webhooks'],
-  ].map(([route, method, path]) => ({
-    route: route as string,
-    send: (service, token) =>
-      service.request(method as string, path as string, { token, raw: JSON.stringify(listingBody()), headers: { 'content-type': 'text/plain' } }),
-  })),
-  'unsupported-image-format': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/tiny.pdf'))) }],
+    ...[
+      [CREATE, 'POST', '/api/v1/listing/create'],
+      [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
+      [WEBHOOK_CREATE, 'POST', '/api/v1/webhooks'],
+    ].map(([route, method, path]) => ({
+      route: route as string,
+      send: (service: TestService, token: string) =>
+        service.request(method as string, path as string, { token, raw: JSON.stringify(listingBody()), headers: { 'content-type': 'text/plain' } }),
+    })),
+    { route: UPLOAD, send: (service, token) => uploadImage(service, token, 'a photo', 'text/plain') },
+  ],
+  'unsupported-image-format': [
+    { route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/tiny.pdf'))) },
+    { route: UPLOAD, send: (service, token) => uploadImage(service, token, '%PDF-1.4 not a photo', 'image/png') },
+  ],
   'rate-limited': rateLimitedEverywhere(),
   internal: [
     { route: CREATE, prepare: dropItems, send: (service, token) => service.create(token, listingBody()) },
@@ -486,6 +527,18 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       },
       send: async (service) => service.request('GET', DISCOVER_PATH, { token: await marketplaceToken(service) }),
     },
+    { route: UPLOAD, prepare: renameColumn('images', 'upload_hash'), send: (service, token) => authenticated[UPLOAD]!(service, token) },
+    // A file the store cannot read: a folder where the image was.
+    {
+      route: IMAGE,
+      async prepare(service, token) {
+        imageOfBroken = await anImage(service, token)
+        const folder = join(service.config.IMAGE_STORE_URL.slice('file:'.length), imageOfBroken)
+        rmSync(folder)
+        mkdirSync(folder)
+      },
+      send: (service) => service.request('GET', `/images/${imageOfBroken}`),
+    },
   ],
   unavailable: [
     // A create's first step, the referenceId lookup, is a read on the request's connection (its write would wait
@@ -505,6 +558,7 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } }),
     ),
     whileWriteLocked(WITHDRAW, (service, token, id) => service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })),
+    whileWriteLocked(UPLOAD, (service, token) => authenticated[UPLOAD]!(service, token)),
     {
       route: READY,
       prepare: (service) => service.database.close(),

@@ -86,6 +86,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'listings', description: 'Create, read, change and withdraw your listings; page through them' },
         { name: 'events', description: 'Every change of your listings, as a feed to pull' },
         { name: 'webhooks', description: 'Every change of your listings, pushed to your endpoints as signed webhooks' },
+        { name: 'images', description: 'Photos you upload, hosted and served by the service for your listings' },
         { name: 'discovery', description: 'For marketplaces: every provider’s active listings near a point' },
         { name: 'operations', description: 'Probes for load balancers and orchestrators; no token needed' },
       ],

@@ -63,8 +63,10 @@ export class DecodeSlots {
     inFlight: number,
     /** The longest an upload waits for a slot (IMAGE_FETCH_TIMEOUT_MS). */
     private readonly waitMs: number,
+    threadPool = Number(process.env.UV_THREADPOOL_SIZE) || 4,
   ) {
-    this.#slots = new FairSlots(inFlight)
+    // A decode holds one of libuv's threads throughout; one is always left for file reads, DNS and hashing.
+    this.#slots = new FairSlots(Math.max(1, Math.min(inFlight, threadPool - 1)))
     this.#maxHeld = inFlight * 8
   }
 

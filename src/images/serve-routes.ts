@@ -27,37 +27,46 @@ const imageContent = Object.fromEntries(
 
 /** GET and HEAD /images/{file}: uploaded images, public, straight from the store. */
 export const serveImageRoutes: FastifyPluginAsyncTypebox<{ store: ImageStore }> = async (app, { store }) => {
-  // HEAD declared, not derived from GET: Fastify's derived HEAD would give the length of an empty body.
-  app.route({
-    method: ['GET', 'HEAD'],
-    url: '/images/:file',
-    schema: {
-      operationId: 'getImage',
-      tags: ['images'],
-      summary: 'An uploaded image',
-      description:
-        'The url an upload answered with; no token. Immutable: cache it for as long as you like. A removed image, or a file name that ' +
-        'names no image (another extension included), is `404`.',
-      params: Type.Object({ file: Type.String({ description: 'The image’s id and its extension.', examples: [EXAMPLE_FILE] }) }),
-      headers: Type.Object({ 'if-none-match': Type.Optional(Type.String({ description: 'The ETag you hold: `304` if it is this image’s.' })) }),
-      response: {
-        200: { description: 'The image, as stored.', headers: headerDocs, content: imageContent },
-        304: notModifiedResponse(EXAMPLE_ETAG),
+  const schema = {
+    operationId: 'getImage',
+    tags: ['images'],
+    summary: 'An uploaded image',
+    security: [],
+    description:
+      'The url an upload answered with; no token. Immutable: cache it for as long as you like. A removed image, or a file name that ' +
+      'names no image (another extension included), is `404`.',
+    params: Type.Object({ file: Type.String({ description: 'The image’s id and its extension.', examples: [EXAMPLE_FILE] }) }),
+    headers: Type.Object({
+      'if-none-match': Type.Optional(
+        Type.String({ description: 'The ETag you hold: `304` if it is this image’s.', examples: ['"img_an0therImageS3enB4xYzA1"'] }),
+      ),
+    }),
+    response: {
+      200: { description: 'The image, as stored.', headers: headerDocs, content: imageContent },
+      304: notModifiedResponse(EXAMPLE_ETAG),
+    },
+    'x-problems': ['not-found', 'internal'],
+  } as const
+  // HEAD declared, not derived from GET: Fastify's derived HEAD would give the length of an empty body. Documented once, as GET.
+  for (const method of ['GET', 'HEAD'] as const) {
+    app.route({
+      method,
+      url: '/images/:file',
+      exposeHeadRoute: false,
+      schema: method === 'GET' ? schema : { ...schema, hide: true },
+      handler: async (request, reply) => {
+        const image = parseImageFileName(request.params.file)
+        const missing = () => new Problem('not-found', 'no image has this name', { errors: [{ parameter: 'file', detail: 'names no image' }] })
+        if (!image) throw missing()
+        const etag = `"${image.id}"`
+        const conditional = notModified(request.headers['if-none-match'], etag)
+        const found = conditional || request.method === 'HEAD' ? await store.size(request.params.file) : await store.get(request.params.file)
+        if (found === undefined) throw missing()
+        reply.headers(IMAGE_HEADERS).header('etag', etag).type(`image/${image.format}`)
+        if (conditional) return reply.code(304).send()
+        if (typeof found === 'number') return reply.header('content-length', found).send('')
+        return reply.header('content-length', found.bytes).send(found.body)
       },
-      'x-problems': ['not-found', 'internal'],
-    },
-    handler: async (request, reply) => {
-      const image = parseImageFileName(request.params.file)
-      const missing = () => new Problem('not-found', 'no image has this name', { errors: [{ parameter: 'file', detail: 'names no image' }] })
-      if (!image) throw missing()
-      const etag = `"${image.id}"`
-      const conditional = notModified(request.headers['if-none-match'], etag)
-      const found = conditional || request.method === 'HEAD' ? await store.size(request.params.file) : await store.get(request.params.file)
-      if (found === undefined) throw missing()
-      reply.headers(IMAGE_HEADERS).header('etag', etag).type(`image/${image.format}`)
-      if (conditional) return reply.code(304).send()
-      if (typeof found === 'number') return reply.header('content-length', found).send('')
-      return reply.header('content-length', found.bytes).send(found.body)
-    },
-  })
+    })
+  }
 }

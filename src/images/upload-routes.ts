@@ -57,9 +57,10 @@ function readImageBody(payload: Readable, declaredLength: string | undefined, ma
     const chunks: Buffer[] = []
     let length = 0
     let format: ImageFormat | undefined
+    // Nothing more is kept; what still arrives is dropped until the connection closes after the answer.
     const stop = (problem: Problem) => {
       payload.removeAllListeners('data')
-      payload.pause()
+      payload.removeAllListeners('end')
       reject(problem)
     }
     const judge = (head: Buffer) => {
