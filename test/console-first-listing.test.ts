@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import {
   browserAvailable,
+  descriptionOf,
+  listingIdOf,
   goodImage,
   launchBrowser,
   PHONE,
@@ -19,16 +21,6 @@ import { item } from './fixtures.js'
 // when something is missing, and what the listings screen says of each listing. The names used are CONSOLE.md's.
 
 const field = (pointer: string) => `[name="${pointer}"]`
-
-/** The accessible description of an element: the text of the elements its aria-describedby names. */
-function descriptionOf(locator: Locator): Promise<string> {
-  return locator.evaluate((element) =>
-    (element.getAttribute('aria-describedby') ?? '')
-      .split(/\s+/)
-      .map((id) => document.getElementById(id)?.textContent ?? '')
-      .join(' '),
-  )
-}
 
 /** Waits (bounded) until the form has read the provider's previous listing: the brand image URL is filled. */
 async function prefilledFromLastListing(page: Page): Promise<void> {
@@ -52,11 +44,6 @@ if (browserAvailable()) {
 
     async function phone(language: 'en' | 'ar' = 'en'): Promise<BrowserContext> {
       return browser.newContext({ viewport: PHONE, locale: language === 'en' ? 'en-US' : 'ar', extraHTTPHeaders: { 'accept-language': language } })
-    }
-
-    async function apiListing(token: string, id: string): Promise<any> {
-      const response = await fetch(`${service.baseUrl}/api/v1/listing/${id}`, { headers: { authorization: `Bearer ${token}` } })
-      return response.json()
     }
 
     test('the brand names and web name come from the previous listing, as its image and place do', async () => {
@@ -90,8 +77,8 @@ if (browserAvailable()) {
       await first.getByLabel('Price').fill('12')
       await page.getByRole('button', { name: 'Publish' }).click()
       await shown(watched, page.getByRole('heading', { level: 1, name: 'Morning Bakery' }))
-      const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop() as string)
-      const listing = await apiListing(provider.token, id)
+      const id = listingIdOf(page)
+      const listing = await service.readListing(provider.token, id)
       assert.deepEqual(
         [listing.brand.nameAr, listing.brand.nameEn, listing.brand.urlSafeName, listing.brand.imageUrl, listing.location.latitude],
         ['مخبز الصباح', 'Morning Bakery', 'morning-bakery', goodImage(), 21.4858],
@@ -181,8 +168,8 @@ if (browserAvailable()) {
       await item.getByLabel('Price').fill('7.5')
       await page.getByRole('button', { name: 'Publish' }).click()
       await shown(watched, page.getByRole('heading', { level: 1, name: 'Morning Bakery Two' }))
-      const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop() as string)
-      const listing = await apiListing(provider.token, id)
+      const id = listingIdOf(page)
+      const listing = await service.readListing(provider.token, id)
       assert.equal(listing.brand.urlSafeName, 'Morning-Bakery')
       assert.equal(listing.items[0].urlSafeName, 'butter-croissant')
       assert.deepEqual(problems, [])

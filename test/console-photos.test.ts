@@ -4,10 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import sharp from 'sharp'
 import {
   browserAvailable,
+  descriptionOf,
+  listingIdOf,
   DESKTOP,
   launchBrowser,
   PHONE,
@@ -34,16 +36,6 @@ function noisePhoto(side: number, format: 'png' | 'jpeg'): Promise<Buffer> {
 }
 
 const field = (pointer: string) => `[name="${pointer}"]`
-
-/** The accessible description of an element: the text of the elements its aria-describedby names. */
-function descriptionOf(locator: Locator): Promise<string> {
-  return locator.evaluate((element) =>
-    (element.getAttribute('aria-describedby') ?? '')
-      .split(/\s+/)
-      .map((id) => document.getElementById(id)?.textContent ?? '')
-      .join(' '),
-  )
-}
 
 /** Waits (bounded) until the URL field named `pointer` holds a url of a photo this service hosts. */
 async function hostedUrlIn(page: Page, pointer: string): Promise<string> {
@@ -82,10 +74,6 @@ if (browserAvailable()) {
 
     async function context(viewport = PHONE, language: 'en' | 'ar' = 'en'): Promise<BrowserContext> {
       return browser.newContext({ viewport, locale: language === 'en' ? 'en-US' : 'ar', extraHTTPHeaders: { 'accept-language': language } })
-    }
-
-    async function apiListing(token: string, id: string): Promise<any> {
-      return (await fetch(`${service.baseUrl}/api/v1/listing/${id}`, { headers: { authorization: `Bearer ${token}` } })).json()
     }
 
     test('a brand and an item photo: uploaded at once with progress, previewed under the names, published by their urls', async () => {
@@ -156,8 +144,8 @@ if (browserAvailable()) {
       await page.getByLabel('Discount').fill('40')
       await page.getByRole('button', { name: 'Publish' }).click()
       await shown(watched, page.getByRole('heading', { level: 1, name: 'Photo Bakery' }))
-      const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop() as string)
-      const listing = await apiListing(provider.token, id)
+      const id = listingIdOf(page)
+      const listing = await service.readListing(provider.token, id)
       assert.equal(listing.brand.imageUrl, brandUrl)
       assert.equal(listing.items[0].imageUrl, itemUrl)
       assert.deepEqual(problems, [])
@@ -242,8 +230,8 @@ if (browserAvailable()) {
         await page.locator(field('/location/longitude')).fill('46.6')
         await page.getByRole('button', { name: 'نشر' }).click()
         await shown(watched, page.getByRole('heading', { level: 1, name: 'مخبز الشروق' }))
-        const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop() as string)
-        assert.equal((await apiListing(provider.token, id)).brand.imageUrl, brandUrl)
+        const id = listingIdOf(page)
+        assert.equal((await service.readListing(provider.token, id)).brand.imageUrl, brandUrl)
         assert.deepEqual(problems, [])
         await ctx.close()
       })

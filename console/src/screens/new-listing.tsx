@@ -3,12 +3,11 @@ import createListingSchema from 'schema:create-listing'
 import { api, type CreateListingBody, type ListingView, type Problem } from '../api'
 import type { Messages } from '../i18n'
 import { issueMessage } from '../messages-of'
-import { newReference, numberOf, rateOf, webNameOf } from '../form-values'
+import { newReference, numberOf, rateOf, webNameOf, webNameTyped } from '../form-values'
 import { PhotoField } from '../photo-field'
 import { navigate } from '../router'
 import { ErrorSummary, Field, fieldId, Heading, Select, useLocale } from '../ui'
 import { validate, type Issue } from '../validate'
-import { WebNameField } from '../web-name-field'
 
 const MAX_ITEMS = 100
 const CATEGORIES = ['product', 'service', 'tax'] as const
@@ -301,13 +300,20 @@ export function NewListing({ providerName }: { providerName?: string }) {
                 onValue={(v) => set(draft.brandWebNameTyped ? { brandEn: v } : { brandEn: v, brandWebName: webNameOf(v) })}
               />
             </div>
-            <WebNameField
+            <Field
               name="/brand/urlSafeName"
               label={t.brandWebName}
               value={draft.brandWebName}
               error={err('/brand/urlSafeName')}
               onValue={(v) => set({ brandWebName: v, brandWebNameTyped: true })}
-              onCleared={() => set({ brandWebName: webNameOf(draft.brandEn), brandWebNameTyped: false })}
+              onBlur={() => {
+                // Emptied and left: it follows the English name again.
+                if (draft.brandWebName === '') set({ brandWebName: webNameOf(draft.brandEn), brandWebNameTyped: false })
+              }}
+              variant="web-name"
+              dir="ltr"
+              hint={t.webNameHint}
+              normalise={webNameTyped}
             />
           </div>
           <PhotoField
@@ -456,13 +462,19 @@ export function NewListing({ providerName }: { providerName?: string }) {
                       onValue={(v) => setThis(item.webNameTyped ? { nameEn: v } : { nameEn: v, webName: webNameOf(v) })}
                     />
                   </div>
-                  <WebNameField
+                  <Field
                     name={at('urlSafeName')}
                     label={t.webName}
                     value={item.webName}
                     error={err(at('urlSafeName'))}
                     onValue={(v) => setThis({ webName: v, webNameTyped: true })}
-                    onCleared={() => setThis({ webName: webNameOf(item.nameEn), webNameTyped: false })}
+                    onBlur={() => {
+                      if (item.webName === '') setThis({ webName: webNameOf(item.nameEn), webNameTyped: false })
+                    }}
+                    variant="web-name"
+                    dir="ltr"
+                    hint={t.webNameHint}
+                    normalise={webNameTyped}
                   />
                 </div>
                 <div>
