@@ -1,19 +1,39 @@
-import { mkdirSync } from 'node:fs'
-import { DESKTOP, goodImage, launchBrowser, PHONE, startConsoleService } from '../test/console-browser.js'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import sharp from 'sharp'
+import { DESKTOP, launchBrowser, PHONE, startConsoleService } from '../test/console-browser.js'
 
 /**
  * `npm run console:screenshots`: the README's pictures of the console (docs/console/), taken from a real service
  * on a fresh database with a few listings, at 360 px and 1280 px, in English and Arabic. It also prints what the
- * first load of /console transfers (compressed JS + CSS) and how long it takes here, for docs/design/console.md.
+ * first load of /console transfers (compressed JS + CSS) and how long it takes here, and how tall the new-listing
+ * form is for one item at 360 px, for docs/design/console.md.
  */
 
 const OUT = new URL('../docs/console/', import.meta.url)
 mkdirSync(OUT, { recursive: true })
 
-const service = await startConsoleService()
+const store = mkdtempSync(join(tmpdir(), 'console-screenshots-'))
+const service = await startConsoleService({ IMAGE_STORE_URL: `file:${store}` })
 const browser = await launchBrowser()
 try {
   const provider = await service.newProvider('Morning Bakery')
+  // The bakery's logo, uploaded as the console does: the form's previews show it.
+  const logo = await sharp(
+    Buffer.from(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="256" height="256"><rect width="256" height="256" fill="#f6e7cf"/>' +
+        '<circle cx="128" cy="128" r="92" fill="#c8862f"/><circle cx="128" cy="128" r="56" fill="#e9b46a"/></svg>',
+    ),
+  )
+    .png()
+    .toBuffer()
+  const uploaded = await fetch(`${service.baseUrl}/api/v1/images`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${provider.token}`, 'content-type': 'image/png' },
+    body: logo,
+  })
+  const logoUrl = ((await uploaded.json()) as { url: string }).url
   const item = (ar: string, en: string, price: number, quantity: number, subCategory = 'main_dish') => ({
     displayName: { ar, en },
     urlSafeName: en.toLowerCase().replace(/\W+/g, '-'),
@@ -22,7 +42,7 @@ try {
     price,
     quantity,
   })
-  const brand = (ar: string, en: string) => ({ displayName: { ar, en }, urlSafeName: en.toLowerCase().replace(/\W+/g, '-'), imageUrl: goodImage() })
+  const brand = (ar: string, en: string) => ({ displayName: { ar, en }, urlSafeName: en.toLowerCase().replace(/\W+/g, '-'), imageUrl: logoUrl })
   const make = (referenceId: string, names: [string, string], items: unknown[], discountRate: number) =>
     service.createListing(provider.token, {
       referenceId,
@@ -58,8 +78,15 @@ try {
       const name = (screen: string) => new URL(`${screen}-${language}-${viewport.width}.png`, OUT).pathname
       await page.screenshot({ path: name('listings') })
       await page.goto(`${service.baseUrl}/console/new`)
-      await page.locator('[name="/items/0/price"]').waitFor()
+      // Prefilled from the latest listing, its logo shown.
+      await page.locator('.preview img').waitFor()
+      await page.waitForFunction(() => [...document.images].every((image) => image.complete))
       await page.screenshot({ path: name('new-listing') })
+      if (viewport === PHONE) {
+        const form = await page.locator('form').evaluate((element) => element.getBoundingClientRect().height)
+        const whole = await page.evaluate<number>('document.documentElement.scrollHeight')
+        console.log(`new listing, one item, ${language}, 360 px: form ${Math.round(form)} px, page ${whole} px`)
+      }
       await page.goto(`${service.baseUrl}/console/listings/${shown}`)
       await page.locator('.meta').waitFor()
       await page.screenshot({ path: name('listing') })
@@ -89,4 +116,5 @@ try {
 } finally {
   await browser.close()
   await service.close()
+  rmSync(store, { recursive: true, force: true })
 }

@@ -53,6 +53,8 @@ export interface ConsoleService {
   consoleLink(providerId: string): Promise<{ url: string; expiresAt: string }>
   /** A listing made through the API with the provider's token, as an integrator would; returns its id. */
   createListing(token: string, overrides?: Record<string, unknown>, itemCount?: number): Promise<string>
+  /** The listing as the API has it, read with the provider's token. */
+  readListing(token: string, id: string): Promise<any>
   close(): Promise<void>
 }
 
@@ -85,6 +87,10 @@ export async function startConsoleService(env: Record<string, string> = {}): Pro
       const body = (await response.json()) as { listingId: string }
       if (response.status !== 201) throw new Error(`create answered ${response.status}: ${JSON.stringify(body)}`)
       return body.listingId
+    },
+    async readListing(token, id) {
+      const response = await fetch(`${server.baseUrl}/api/v1/listing/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${token}` } })
+      return response.json()
     },
     async close() {
       await server.stop()
@@ -135,6 +141,21 @@ export async function shown({ page, answers }: Watched, locator: Locator): Promi
       .catch(() => [])
     throw new Error(`${(error as Error).message}\nalerts: ${JSON.stringify(alerts)}\nAPI answers:\n${answers.slice(-10).join('\n')}`)
   }
+}
+
+/** The id of the listing the page shows, from its address (`/console/listings/<id>`). */
+export function listingIdOf(page: Page): string {
+  return decodeURIComponent(new URL(page.url()).pathname.split('/').pop() as string)
+}
+
+/** The accessible description of an element: the text of the elements its aria-describedby names. */
+export function descriptionOf(locator: Locator): Promise<string> {
+  return locator.evaluate((element) =>
+    (element.getAttribute('aria-describedby') ?? '')
+      .split(/\s+/)
+      .map((id) => document.getElementById(id)?.textContent ?? '')
+      .join(' '),
+  )
 }
 
 /** Signs in through the form with a token and waits for the listings page. */

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Browser, BrowserContext } from 'playwright-core'
 import {
   browserAvailable,
+  descriptionOf,
+  listingIdOf,
   DESKTOP,
   goodImage,
   launchBrowser,
@@ -19,16 +21,6 @@ import { startReceiver } from './webhook-receiver.js'
 
 // The console in a real browser, as a seller uses it (shared/spec/CONSOLE.md): every name used here is part of
 // the console's contract.
-
-/** The accessible description of a field: the text of the elements its aria-describedby names. */
-async function descriptionOf(page: Page, selector: string): Promise<string> {
-  return page.locator(selector).evaluate((element) =>
-    (element.getAttribute('aria-describedby') ?? '')
-      .split(/\s+/)
-      .map((id) => document.getElementById(id)?.textContent ?? '')
-      .join(' '),
-  )
-}
 
 const field = (pointer: string) => `[name="${pointer}"]`
 
@@ -50,12 +42,6 @@ if (browserAvailable()) {
       const context = await browser.newContext({ viewport, locale: 'en-US' })
       contexts.push(context)
       return context
-    }
-
-    /** The listing as the API has it, read with the provider's token. */
-    async function apiListing(token: string, id: string): Promise<any> {
-      const response = await fetch(`${service.baseUrl}/api/v1/listing/${id}`, { headers: { authorization: `Bearer ${token}` } })
-      return response.json()
     }
 
     test('sign in with a token: an HttpOnly SameSite=Strict cookie, and no token in storage, the URL or the page', async () => {
@@ -154,16 +140,16 @@ if (browserAvailable()) {
       await page.getByRole('button', { name: 'Publish' }).click()
       await page.getByRole('alert').waitFor()
       assert.equal(await page.locator(field('/items/0/price')).getAttribute('aria-invalid'), 'true')
-      assert.match(await descriptionOf(page, field('/items/0/price')), /must be >= 1/)
+      assert.match(await descriptionOf(page.locator(field('/items/0/price'))), /must be >= 1/)
       await page.locator(field('/items/0/price')).fill('7.5')
 
       // The service's 400: the brand image cannot be fetched, and the second item's is not an image; each
       // problem's pointer lands on its field.
       await page.getByRole('button', { name: 'Publish' }).click()
       await page.locator(`${field('/brand/imageUrl')}[aria-invalid="true"]`).waitFor()
-      assert.match(await descriptionOf(page, field('/brand/imageUrl')), /\S/)
+      assert.match(await descriptionOf(page.locator(field('/brand/imageUrl'))), /\S/)
       assert.equal(await page.locator(field('/items/1/imageUrl')).getAttribute('aria-invalid'), 'true')
-      assert.match(await descriptionOf(page, field('/items/1/imageUrl')), /\S/)
+      assert.match(await descriptionOf(page.locator(field('/items/1/imageUrl'))), /\S/)
       assert.equal(await page.locator(field('/items/0/price')).getAttribute('aria-invalid'), null, 'the fixed field is no longer marked')
       assert.equal(await page.getByLabel('Brand name (Arabic)').inputValue(), 'مخبز النموذج', 'nothing typed is lost')
       assert.equal(await page.getByLabel('Reference').inputValue(), reference)
@@ -173,8 +159,8 @@ if (browserAvailable()) {
       await page.getByRole('button', { name: 'Publish' }).click()
       await shown(watched, page.getByRole('heading', { level: 1, name: 'Form Bakery Ltd' }))
       await page.getByText('Version 1').waitFor()
-      const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop() as string)
-      const listing = await apiListing(provider.token, id)
+      const id = listingIdOf(page)
+      const listing = await service.readListing(provider.token, id)
       assert.equal(listing.referenceId, reference)
       assert.equal(listing.listingDetails.discountRate, 0.4)
       assert.equal(listing.listingDetails.type, 'priority_timed')
@@ -258,7 +244,7 @@ if (browserAvailable()) {
       await a.page.getByRole('button', { name: 'Save changes' }).click()
       await a.page.getByText('Version 2').waitFor()
       await a.page.locator('.meta').getByText('Sold out', { exact: true }).waitFor()
-      assert.equal((await apiListing(provider.token, id)).status, 'sold_out')
+      assert.equal((await service.readListing(provider.token, id)).status, 'sold_out')
 
       // A second tab changes the discount; the first, still at version 2, tries to change a price.
       const b = await watchedPage(context)
@@ -274,7 +260,7 @@ if (browserAvailable()) {
       await alert.getByRole('button', { name: 'Reload' }).click()
       await a.page.getByText('Version 3').waitFor()
       assert.equal(await a.page.getByLabel('Discount').inputValue(), '70')
-      assert.equal((await apiListing(provider.token, id)).items[0].price, 10, 'the stale change was not applied')
+      assert.equal((await service.readListing(provider.token, id)).items[0].price, 10, 'the stale change was not applied')
 
       await a.page.getByRole('link', { name: 'Activity' }).click()
       await a.page.getByRole('heading', { level: 1, name: 'Activity' }).waitFor()
@@ -296,14 +282,14 @@ if (browserAvailable()) {
       const dialog = page.getByRole('dialog')
       await dialog.getByRole('button', { name: 'Cancel' }).click()
       await dialog.waitFor({ state: 'hidden' })
-      assert.equal((await apiListing(provider.token, id)).status, 'active')
+      assert.equal((await service.readListing(provider.token, id)).status, 'active')
       await page.getByRole('button', { name: 'Withdraw' }).click()
       await dialog.getByRole('button', { name: 'Withdraw listing' }).click()
       await page.locator('.meta').getByText('Withdrawn', { exact: true }).waitFor()
       assert.equal(await page.getByRole('button', { name: 'Save changes' }).count(), 0)
       assert.equal(await page.getByRole('button', { name: 'Withdraw' }).count(), 0)
       assert.equal(await page.getByLabel('Quantity').count(), 0)
-      assert.equal((await apiListing(provider.token, id)).status, 'withdrawn')
+      assert.equal((await service.readListing(provider.token, id)).status, 'withdrawn')
       assert.deepEqual(problems, [])
     })
 

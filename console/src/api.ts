@@ -29,13 +29,18 @@ export function onSessionEnded(listener: () => void): () => void {
   return () => sessionEndedListeners.delete(listener)
 }
 
+/** Tells the page that the service answered 401 to a call made outside the typed client (a photo upload). */
+export function sessionEnded(): void {
+  for (const listener of sessionEndedListeners) listener()
+}
+
 api.use({
   onRequest({ request }) {
     request.headers.set('x-console-session', '1')
     return request
   },
   onResponse({ response }) {
-    if (response.status === 401) for (const listener of sessionEndedListeners) listener()
+    if (response.status === 401) sessionEnded()
     return response
   },
 })

@@ -23,15 +23,30 @@ export function percentOf(rate: number): string {
   return String(Number((rate * 100).toPrecision(12)))
 }
 
-/** A suggestion for a URL-safe name from an English name: "Butter croissant" → "butter-croissant". */
+const WEB_NAME_MAX = 100
+
+/** Letters without their accents ("café" → "cafe"), so that a derived or typed web name keeps them. */
+const unaccented = (text: string) => text.normalize('NFKD').replace(/[\u0300-\u036f]/g, '')
+
+/** A URL-safe name derived from an English name: "Morning Bakery" → "morning-bakery" (RFC 3986 unreserved only). */
 export function webNameOf(name: string): string {
-  return name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
+  return unaccented(name)
     .toLowerCase()
     .replace(/[^a-z0-9._~]+/g, '-')
     .replace(/^-+|-+$/g, '')
-    .slice(0, 100)
+    .slice(0, WEB_NAME_MAX)
+    .replace(/-+$/, '')
+}
+
+/**
+ * What is typed into a web name field, made acceptable as it is typed, so that nobody is stuck on a refused
+ * character: a space becomes "-", accents go, anything else outside RFC 3986's unreserved characters is dropped.
+ */
+export function webNameTyped(text: string): string {
+  return unaccented(text)
+    .replace(/\s/g, '-')
+    .replace(/[^A-Za-z0-9._~-]/g, '')
+    .slice(0, WEB_NAME_MAX)
 }
 
 /** A fresh referenceId: unique enough that two forms never share one, fixed for the form so a double submit is one listing. */

@@ -69,7 +69,7 @@ function App() {
     const listingId = /^\/console\/listings\/([^/]+)$/.exec(path)?.[1]
     screen =
       path === '/console/new' ? (
-        <NewListing />
+        <NewListing providerName={session.info.provider.name} />
       ) : listingId !== undefined ? (
         <ListingScreen key={listingId} listingId={decodeURIComponent(listingId)} />
       ) : path === '/console/activity' ? (

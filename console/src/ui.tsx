@@ -26,14 +26,34 @@ interface FieldProps {
   required?: boolean
   autoComplete?: string
   dir?: 'ltr' | 'rtl' | 'auto'
+  /** Makes what is typed acceptable as it is typed (written back at once, the caret kept where it was). */
+  normalise?: (text: string) => string
+  onBlur?: () => void
+  /** A class for the field's box besides `field`. */
+  variant?: string
 }
 
 /** A labelled input; an error becomes aria-invalid and part of its accessible description. */
-export function Field({ name, label, value, onValue, error, hint, type = 'text', inputMode, required, autoComplete = 'off', dir }: FieldProps) {
+export function Field({
+  name,
+  label,
+  value,
+  onValue,
+  error,
+  hint,
+  type = 'text',
+  inputMode,
+  required,
+  autoComplete = 'off',
+  dir,
+  normalise,
+  onBlur,
+  variant,
+}: FieldProps) {
   const id = fieldId(name)
   const described = [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(' ')
   return (
-    <div class="field">
+    <div class={variant ? `field ${variant}` : 'field'}>
       <label for={id}>{label}</label>
       <input
         id={id}
@@ -47,7 +67,18 @@ export function Field({ name, label, value, onValue, error, hint, type = 'text',
         spellcheck={false}
         aria-invalid={error ? 'true' : undefined}
         aria-describedby={described || undefined}
-        onInput={(event) => onValue(event.currentTarget.value)}
+        onInput={(event) => {
+          const input = event.currentTarget
+          const typed = input.value
+          const made = normalise ? normalise(typed) : typed
+          if (made !== typed && normalise) {
+            const caret = normalise(typed.slice(0, input.selectionStart ?? typed.length)).length
+            input.value = made
+            input.setSelectionRange(caret, caret)
+          }
+          onValue(made)
+        }}
+        onBlur={onBlur}
       />
       {hint && (
         <p class="hint" id={`${id}-hint`}>
