@@ -112,7 +112,8 @@ const en = {
   rotateSecret: 'Rotate secret',
   enable: 'Enable',
   delete: 'Delete',
-  deleteQuestion: (url: string) => `Delete the webhook to ${url}? No event is sent to it afterwards.`,
+  // The URL between isolates (U+2068…U+2069), as <bdi> does in markup.
+  deleteQuestion: (url: string) => `Delete the webhook to \u2068${url}\u2069? No event is sent to it afterwards.`,
   deleteWebhook: 'Delete webhook',
   deliveries: 'Deliveries',
   hideDeliveries: 'Hide deliveries',
@@ -256,7 +257,7 @@ const ar: Messages = {
   rotateSecret: 'جدّد السر',
   enable: 'فعّل',
   delete: 'احذف',
-  deleteQuestion: (url) => `أتحذف الخطاف إلى ${url}؟ لن يُرسل إليه أي حدث بعد ذلك.`,
+  deleteQuestion: (url) => `أتحذف الخطاف إلى \u2068${url}\u2069؟ لن يُرسل إليه أي حدث بعد ذلك.`,
   deleteWebhook: 'احذف الخطاف',
   deliveries: 'التسليمات',
   hideDeliveries: 'أخفِ التسليمات',
