@@ -15,6 +15,7 @@ import { registerJsonBody } from './http/json-body.js'
 import { answerWrongMethods } from './http/method-not-allowed.js'
 import { assertBodyFits } from './http/json-bounds.js'
 import { registerMetrics } from './http/metrics-route.js'
+import { noStoreWhenAuthenticated } from './http/private-answers.js'
 import { documentBearerAuth, registerOpenApi } from './http/openapi.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
@@ -123,6 +124,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     done()
   })
   app.addHook('onRequest', checkHost)
+  app.addHook('onSend', noStoreWhenAuthenticated)
   addDrainHooks(app, drain)
   const refuseWrongMethod = answerWrongMethods(app)
   app.addHook('onRequest', async function (request, reply) {
