@@ -37,7 +37,9 @@ import { Metrics } from './metrics.js'
 import { authenticate } from './providers/authenticate.js'
 import { ProviderRepository } from './providers/repository.js'
 import { addressKey, limiterFromSettings } from './rate-limit/limiter.js'
-import { consolePlugin } from './console/plugin.js'
+import { consolePlugin, isConsolePath } from './console/plugin.js'
+import { setSecurityHeaders } from './console/security-headers.js'
+import { overHttpsRule } from './http/over-https.js'
 
 export interface AppDependencies {
   config: Config
@@ -82,6 +84,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const clock = deps.clock ?? systemClock
   const metrics = deps.metrics ?? new Metrics()
   const drain = deps.drain ?? new Drain()
+  const overHttps = overHttpsRule(config)
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -97,7 +100,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     clientErrorHandler: answerClientError,
-    frameworkErrors: frameworkErrorHandler,
+    frameworkErrors(error, request, reply) {
+      // A console path the router cannot decode is still answered as the console answers: with its headers.
+      if (isConsolePath(request.url)) setSecurityHeaders(request, reply, overHttps(request))
+      frameworkErrorHandler(error, request, reply)
+    },
     // Room for a referenceId of 255 characters, percent-encoded as UTF-8.
     routerOptions: { maxParamLength: 4096 },
     logController: new AccessLog(),
@@ -182,7 +189,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     app.addHook('onClose', limiter.close)
   }
   // Before the API: its cookie hook runs ahead of the API's authentication.
-  await app.register(consolePlugin, { database, clock })
+  await app.register(consolePlugin, { database, clock, config, publicLimit: publicLimiter?.onRequest })
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticate(providers, clock))
