@@ -43,8 +43,6 @@ const otherSession = () => unauthorized('the session cookie is no longer the one
 
 export const isConsolePath = (url: string) => url === '/console' || url.startsWith('/console/') || url.startsWith('/console?')
 
-const isApiPath = (url: string) => url === '/api/v1' || url.startsWith('/api/v1/') || url.startsWith('/api/v1?')
-
 /**
  * The provider console (docs/design/console.md): its page and assets under /console, its session routes, and the
  * one thing it adds to the API: a session cookie, with the anti-CSRF header, authenticates /api/v1 requests as
@@ -63,7 +61,7 @@ async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Pro
   // Authorization header, with the session cookie and the anti-CSRF header, is taken as the session's. A cookie
   // without the header is ignored, so a cross-site request riding on it meets the API's ordinary 401.
   app.addHook('onRequest', async (request, reply) => {
-    if (!isApiPath(request.url)) return
+    if (!request.url.startsWith('/api/v1/') && request.url !== '/api/v1') return
     if (request.headers.authorization !== undefined || !hasCsrfProof(request)) return
     const [sessionId, ...others] = cookie.valuesIn(request)
     if (sessionId === undefined) return
@@ -107,9 +105,9 @@ async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Pro
         return reply.send(encoding ? asset[encoding] : asset.identity)
       })
 
-      // The routes below answer console pages only: the anti-CSRF header is required on each, so a cross-site page
-      // can neither sign a browser in to an account of its choosing nor sign it out. A request carrying several
-      // session cookies has them all cleared; which one is ours cannot be told.
+      // The session routes: the anti-CSRF header is required on each, so a cross-site page can neither sign a
+      // browser in to an account of its choosing nor sign it out. A request carrying several session cookies has
+      // them all cleared; which one is ours cannot be told.
       await routes.register(async (scope) => {
         const sessionRoutes = scope.withTypeProvider<TypeBoxTypeProvider>()
         sessionRoutes.addHook('preHandler', async (request, reply) => {
