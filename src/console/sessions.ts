@@ -145,16 +145,15 @@ export class ConsoleSessions {
    * used, so that no browser is signed in as it afterwards without a new token or link.
    */
   async revokeProvider(providerId: string, nowMs: number): Promise<{ sessions: number; links: number }> {
-    return this.database.writer.transaction().execute(async (trx) => {
-      const sessions = await trx.deleteFrom('console_sessions').where('provider_id', '=', providerId).executeTakeFirst()
-      const links = await trx
-        .updateTable('console_links')
-        .set({ used_at_ms: nowMs })
-        .where('provider_id', '=', providerId)
-        .where('used_at_ms', 'is', null)
-        .executeTakeFirst()
-      return { sessions: Number(sessions.numDeletedRows), links: Number(links.numUpdatedRows) }
-    })
+    // Two single statements, links first: a session opened from a link meanwhile is then among those deleted.
+    const links = await this.database.writer
+      .updateTable('console_links')
+      .set({ used_at_ms: nowMs })
+      .where('provider_id', '=', providerId)
+      .where('used_at_ms', 'is', null)
+      .executeTakeFirst()
+    const sessions = await this.database.writer.deleteFrom('console_sessions').where('provider_id', '=', providerId).executeTakeFirst()
+    return { sessions: Number(sessions.numDeletedRows), links: Number(links.numUpdatedRows) }
   }
 
   /** A one-time sign-in link's code for a provider (the CLI's `console-link`); stored only as its hash. */
