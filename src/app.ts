@@ -16,6 +16,7 @@ import { registerJsonBody } from './http/json-body.js'
 import { answerWrongMethods } from './http/method-not-allowed.js'
 import { assertBodyFits } from './http/json-bounds.js'
 import { registerMetrics } from './http/metrics-route.js'
+import { noStoreWhenAuthenticated } from './http/private-answers.js'
 import { documentBearerAuth, registerOpenApi } from './http/openapi.js'
 import { createAjv, validatorCompiler } from './http/validation.js'
 import { anyAddress, publicAddressesOnly } from './images/address-policy.js'
@@ -43,7 +44,9 @@ import { Metrics } from './metrics.js'
 import { authenticate } from './providers/authenticate.js'
 import { ProviderRepository } from './providers/repository.js'
 import { addressKey, limiterFromSettings } from './rate-limit/limiter.js'
-import { consolePlugin } from './console/plugin.js'
+import { consolePlugin, isConsolePath } from './console/plugin.js'
+import { setSecurityHeaders } from './console/security-headers.js'
+import { overHttpsRule } from './http/over-https.js'
 
 export interface AppDependencies {
   config: Config
@@ -90,6 +93,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const clock = deps.clock ?? systemClock
   const metrics = deps.metrics ?? new Metrics()
   const drain = deps.drain ?? new Drain()
+  const overHttps = overHttpsRule(config)
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -105,7 +109,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     clientErrorHandler: answerClientError,
-    frameworkErrors: frameworkErrorHandler,
+    frameworkErrors(error, request, reply) {
+      // A console path the router cannot decode is still answered as the console answers: with its headers.
+      if (isConsolePath(request.url)) setSecurityHeaders(request, reply, overHttps(request))
+      frameworkErrorHandler(error, request, reply)
+    },
     // Room for a referenceId of 255 characters, percent-encoded as UTF-8.
     routerOptions: { maxParamLength: 4096 },
     logController: new AccessLog(),
@@ -132,6 +140,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     done()
   })
   app.addHook('onRequest', checkHost)
+  app.addHook('onSend', noStoreWhenAuthenticated)
   addDrainHooks(app, drain)
   const refuseWrongMethod = answerWrongMethods(app)
   app.addHook('onRequest', async function (request, reply) {
@@ -193,7 +202,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     app.addHook('onClose', limiter.close)
   }
   // Before the API: its cookie hook runs ahead of the API's authentication.
-  await app.register(consolePlugin, { database, clock })
+  await app.register(consolePlugin, { database, clock, config, publicLimit: publicLimiter?.onRequest })
   await app.register(
     async (api) => {
       api.addHook('onRequest', authenticate(providers, clock))

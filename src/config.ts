@@ -104,7 +104,8 @@ export const ConfigSchema = Type.Object(
       default: 120,
       description:
         'requests per minute per client address, counted by each instance, on the routes without a token ' +
-        '(`/openapi.json`, `/docs`, `/metrics`; not the health probes); `0` disables',
+        "(`/openapi.json`, `/docs`, `/metrics`, the console's `POST /console/session` and `POST /console/link-owner`; " +
+        'not the health probes); `0` disables',
     }),
     METRICS_PORT: Type.Optional(
       Type.Integer({
@@ -163,9 +164,25 @@ export const ConfigSchema = Type.Object(
         pattern: '^https?://[^/?#]+/?$',
         description:
           'the address browsers reach the service at (`https://listings.example.com`, no path), used in the console ' +
-          'sign-in links `console-link` prints and in the urls of uploaded images; unset: `http://HOST:PORT`',
+          "sign-in links `console-link` prints and in the urls of uploaded images; unset: `http://HOST:PORT`. An `https` " +
+          "address also makes the console's cookie `Secure` and `__Host-` named, and its answers carry HSTS",
       }),
     ),
+    TRUST_PROXY: Type.Boolean({
+      default: false,
+      description:
+        '`true` when every request reaches the service through a reverse proxy that sets or appends ' +
+        "`X-Forwarded-Proto`: its last value then says whether the browser used HTTPS (the console's cookie is then " +
+        "`Secure` and `__Host-` named, and its answers carry HSTS). `false`: the header is any client's to write, and " +
+        "is ignored. Client addresses (rate limits) stay the socket's",
+    }),
+    CONSOLE_SESSION_MAX_HOURS: Type.Integer({
+      minimum: 1,
+      default: 168,
+      description:
+        'a console session ends this many hours after sign-in however much it is used (besides 12 hours without a ' +
+        'request, sign-out, revoking its token, or `console-sessions revoke`)',
+    }),
     LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       default: 'info',
       description: 'pino level',

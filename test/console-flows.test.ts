@@ -80,12 +80,13 @@ if (browserAvailable()) {
       assert.deepEqual(problems, [])
     })
 
-    test('a sign-in link signs in once; a second use shows the sign-in page with an alert', async () => {
+    test('a sign-in link signs in once, by its button; a second use shows the sign-in page with an alert', async () => {
       const provider = await service.newProvider('Link Bakery')
       const { url } = await service.consoleLink(provider.id)
       assert.ok(url.startsWith(`${service.baseUrl}/console/`), url)
       const first = await watchedPage(await newContext(PHONE))
       await first.page.goto(url)
+      await first.page.getByRole('button', { name: 'Sign in as Link Bakery', exact: true }).click()
       await first.page.getByRole('heading', { level: 1, name: 'Listings', exact: true }).waitFor()
       assert.equal(new URL(first.page.url()).hash, '', 'the code left the address bar')
       assert.match(await first.page.locator('header').innerText(), /Link Bakery/)

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import SQLite from 'better-sqlite3'
+import { loadConfig } from '../src/config.js'
 import { ConsoleSessions } from '../src/console/sessions.js'
 import { openDatabase, type Database } from '../src/db/connection.js'
 import { migrate } from '../src/db/migrate.js'
@@ -23,7 +24,7 @@ test("on a SQLite file, writes of sessions, tokens and marketplaces wait for ano
   try {
     await migrate(database)
     const providers = new ProviderRepository(database)
-    const sessions = new ConsoleSessions(database)
+    const sessions = new ConsoleSessions(database, loadConfig({}))
     const marketplaces = new MarketplaceRepository(database)
     const provider = await providers.create({ name: 'Held Bakery' }, Date.now())
     const other = new SQLite(join(dir, 'listings.db'))
@@ -35,6 +36,7 @@ test("on a SQLite file, writes of sessions, tokens and marketplaces wait for ano
       'a token': () => providers.createToken(provider.id, Date.now()),
       'a revocation': async () => providers.revokeToken((await providers.createToken(provider.id, Date.now())).id, Date.now()),
       'a marketplace': () => marketplaces.create('Market', Date.now()),
+      'console sessions revoked': () => sessions.revokeProvider(provider.id, Date.now()),
     }
     for (const [name, write] of Object.entries(writes)) {
       let ticks = 0

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { hasBidiControls, visibleUrl } from '../src/webhooks/bidi-controls.js'
 import { describeEachDialect, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
 
@@ -79,6 +80,24 @@ await describeEachDialect('webhook endpoints', (service) => {
     assert.equal((await createEndpoint(service, token, { url: 'http://localhost:9/hooks' })).status, 201)
   })
 
+  test('a URL holding a bidirectional control character is refused as /url, nothing stored; other Unicode is kept as sent', async () => {
+    const { token } = await service.newProvider()
+    const controls = ['\u061C', '\u200E', '\u200F', '\u202A', '\u202B', '\u202C', '\u202D', '\u202E', '\u2066', '\u2067', '\u2068', '\u2069']
+    for (const control of controls) {
+      for (const url of [`https://pos.example.com/hook?${control}moc.knab`, `https://pos.example.com/${control}x`, `https://pos.example.com/x#${control}`]) {
+        const response = await createEndpoint(service, token, { url })
+        assert.deepEqual(namedIn(response), ['/url'], JSON.stringify(url))
+        assert.match(response.body.errors[0].detail, /bidirectional control characters/)
+      }
+      assert.deepEqual(namedIn(await createEndpoint(service, token, { url: `https://pos${control}.example.com/` })), ['/url'])
+    }
+    assert.deepEqual((await service.request('GET', '/api/v1/webhooks', { token })).body, { data: [] })
+    const url = 'https://pos.example.com/hook?q=<a>"b"&name=مخبز'
+    const kept = await createEndpoint(service, token, { url })
+    assert.equal(kept.status, 201, kept.text)
+    assert.equal(kept.body.url, url)
+  })
+
   test('another provider’s endpoint is 404 on every route, as unknown and malformed ids are', async () => {
     const owner = await service.newProvider()
     const other = await service.newProvider()
@@ -155,3 +174,14 @@ await describeEachDialect(
   },
   { env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } },
 )
+
+test('bidirectional controls: found anywhere in a text, and shown percent-encoded', () => {
+  for (const control of ['\u061C', '\u200E', '\u200F', '\u202A', '\u202E', '\u2066', '\u2069']) {
+    assert.equal(hasBidiControls(`https://a.example/${control}`), true, JSON.stringify(control))
+  }
+  for (const other of ['https://a.example/', 'https://a.example/مخبز', '\u200D', '\u2065', '\u202F', '\u061B']) {
+    assert.equal(hasBidiControls(other), false, JSON.stringify(other))
+  }
+  assert.equal(visibleUrl('https://a.example/?\u202Ex\u200F'), 'https://a.example/?%E2%80%AEx%E2%80%8F')
+  assert.equal(visibleUrl('https://a.example/مخبز'), 'https://a.example/مخبز')
+})

@@ -2307,7 +2307,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: http-url
-                     * @description Where events are POSTed. Format `http-url`: an absolute http or https URL without a user name or password. An address literal that is not public (loopback, private, link-local…) is refused here; a host name is resolved and checked at every attempt, and an attempt to a non-public address fails without contacting it.
+                     * @description Where events are POSTed. Format `http-url`: an absolute http or https URL without a user name or password. Bidirectional control characters (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069) are refused: they would make it read as another. An address literal that is not public (loopback, private, link-local…) is refused here; a host name is resolved and checked at every attempt, and an attempt to a non-public address fails without contacting it.
                      */
                     url: string;
                     /** @description The event types to receive. Absent: every type. */

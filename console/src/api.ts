@@ -21,6 +21,13 @@ export type DeliveriesPage = Json<paths['/api/v1/webhooks/{webhookId}/deliveries
 export type CreateListingBody = paths['/api/v1/listing/create']['post']['requestBody']['content']['application/json']
 export type { Problem }
 
+/**
+ * The provider this page shows as signed in, sent with its API calls: when the cookie behind them is another
+ * provider's (another tab signed in as someone else, or another site set one), the service refuses instead of
+ * acting for that provider while the page shows this one.
+ */
+let shownProvider: string | undefined
+
 const sessionEndedListeners = new Set<() => void>()
 
 /** Called when the service answers 401 to an API call: the session ended (signed out, idle, token revoked). */
@@ -37,6 +44,7 @@ export function sessionEnded(): void {
 api.use({
   onRequest({ request }) {
     request.headers.set('x-console-session', '1')
+    if (shownProvider !== undefined) request.headers.set('x-console-provider', shownProvider)
     return request
   },
   onResponse({ response }) {
@@ -49,28 +57,40 @@ export interface SessionInfo {
   provider: { id: string; name: string }
 }
 
-async function sessionCall(method: string, body?: unknown): Promise<Response> {
-  return fetch('/console/session', {
+async function consoleCall(path: string, method: string, body?: unknown): Promise<SessionInfo | undefined> {
+  const response = await fetch(path, {
     method,
     headers: body === undefined ? CSRF_HEADER : { ...CSRF_HEADER, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   })
+  return response.ok && response.status !== 204 ? ((await response.json()) as SessionInfo) : undefined
+}
+
+/** The session the page now stands for (the provider its API calls are checked against). */
+function shown(info: SessionInfo | undefined): SessionInfo | undefined {
+  shownProvider = info?.provider.id
+  return info
 }
 
 /** Who is signed in, or undefined. */
 export async function currentSession(): Promise<SessionInfo | undefined> {
-  const response = await sessionCall('GET')
-  return response.ok ? ((await response.json()) as SessionInfo) : undefined
+  return shown(await consoleCall('/console/session', 'GET'))
 }
 
 /** Opens a session with a token or a sign-in link's code; undefined when refused. */
 export async function signIn(credential: { token: string } | { link: string }): Promise<SessionInfo | undefined> {
-  const response = await sessionCall('POST', credential)
-  return response.ok ? ((await response.json()) as SessionInfo) : undefined
+  const info = await consoleCall('/console/session', 'POST', credential)
+  return info && shown(info)
+}
+
+/** Whose a sign-in link is, without spending it; undefined when it is unknown, spent or expired. */
+export function linkOwner(code: string): Promise<SessionInfo | undefined> {
+  return consoleCall('/console/link-owner', 'POST', { link: code })
 }
 
 export async function signOut(): Promise<void> {
-  await sessionCall('DELETE')
+  await consoleCall('/console/session', 'DELETE')
+  shown(undefined)
 }
 
 /** The version an ETag names (`"3"` → 3). */

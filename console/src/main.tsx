@@ -1,6 +1,6 @@
 import { render } from 'preact'
 import { useEffect, useMemo, useState } from 'preact/hooks'
-import { currentSession, onSessionEnded, signIn, signOut, type SessionInfo } from './api'
+import { currentSession, onSessionEnded, signOut, type SessionInfo } from './api'
 import { applyLanguage, initialLanguage, messages, type Language } from './i18n'
 import { navigate, useRoute } from './router'
 import { Activity } from './screens/activity'
@@ -8,11 +8,12 @@ import { ListingScreen } from './screens/listing'
 import { Listings } from './screens/listings'
 import { NewListing } from './screens/new-listing'
 import { SignIn } from './screens/sign-in'
+import { openLink, SignInLink, type OpenedLink } from './screens/sign-in-link'
 import { Webhooks } from './screens/webhooks'
 import { LocaleContext } from './ui'
 import './style.css'
 
-type Session = { state: 'checking' } | { state: 'out'; notice?: 'refused' | 'ended' } | { state: 'in'; info: SessionInfo }
+type Session = { state: 'checking' } | { state: 'out'; notice?: 'refused' | 'ended' } | { state: 'in'; info: SessionInfo } | { state: 'link'; link: OpenedLink }
 
 /** A sign-in link carries its code in the fragment (src/console/sign-in-link.ts): read once, then removed. */
 function takeLinkCode(): string | undefined {
@@ -32,11 +33,11 @@ function App() {
   useEffect(() => applyLanguage(language, false), [])
   useEffect(() => {
     const code = takeLinkCode()
-    const opening = code === undefined ? currentSession() : signIn({ link: code })
-    opening.then(
-      (info) => setSession(info ? { state: 'in', info } : { state: 'out', notice: code === undefined ? undefined : 'refused' }),
-      () => setSession({ state: 'out' }),
-    )
+    const opening: Promise<Session> =
+      code === undefined
+        ? currentSession().then((info) => (info ? { state: 'in', info } : { state: 'out' }))
+        : openLink(code).then((link) => (link ? { state: 'link', link } : { state: 'out', notice: 'refused' }))
+    opening.then(setSession, () => setSession({ state: 'out' }))
     return onSessionEnded(() => setSession({ state: 'out', notice: 'ended' }))
   }, [])
 
@@ -54,6 +55,15 @@ function App() {
   let screen
   if (session.state === 'checking') {
     screen = <p class="loading">{t.loading}</p>
+  } else if (session.state === 'link') {
+    screen = (
+      <SignInLink
+        link={session.link}
+        onSignedIn={(info) => setSession({ state: 'in', info })}
+        onRefused={() => setSession({ state: 'out', notice: 'refused' })}
+        onStay={(info) => setSession({ state: 'in', info })}
+      />
+    )
   } else if (session.state === 'out') {
     screen = (
       <SignIn

@@ -5,6 +5,7 @@ import { openDatabase, type Database } from '../db/connection.js'
 import { migrate } from '../db/migrate.js'
 import { MarketplaceRepository } from '../providers/marketplaces.js'
 import { ProviderRepository } from '../providers/repository.js'
+import { ConsoleSessions } from '../console/sessions.js'
 import { signInLink } from '../console/sign-in-link.js'
 
 const HELP = `Usage: listing-service <command>
@@ -19,6 +20,8 @@ Commands:
   token revoke <tokenId>                             revoke a token (a provider's or a marketplace's)
   marketplace create --name <name>                   create a marketplace (discovery client) and its token
   console-link --provider <providerId>               a one-time console sign-in link (15 minutes)
+  console-sessions revoke --provider <providerId>    end every console session of a provider, on every
+                                                     instance (and spend its unused sign-in links)
 
 Every command reads DATABASE_URL (default sqlite:./data/listings.db) and prints JSON on stdout.
 `
@@ -92,6 +95,11 @@ async function run(argv: string[]): Promise<unknown> {
         return { id: marketplace.id, name: marketplace.name, tokenId: marketplace.tokenId, token: marketplace.token }
       })
     }
+    case 'console-sessions revoke':
+      return withProvider(rest, async (database, providerId) => {
+        const revoked = await new ConsoleSessions(database, loadConfig(process.env)).revokeProvider(providerId, Date.now())
+        return { providerId, revoked: revoked.sessions, linksSpent: revoked.links }
+      })
     case 'token revoke': {
       const tokenId = parse(rest, {}, 1).positionals[0] as string
       return withDatabase(async (database) => {

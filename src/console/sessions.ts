@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
+import type { Config } from '../config.js'
 import type { Database } from '../db/connection.js'
 import type { Provider } from '../providers/repository.js'
 import { hashToken, isWellFormedToken } from '../providers/tokens.js'
@@ -31,7 +32,15 @@ export interface SignedIn {
 
 /** The console's sessions and sign-in links, in the database so that every instance agrees on them. */
 export class ConsoleSessions {
-  constructor(private readonly database: Database) {}
+  /** However much a session is used, it ends this long after sign-in: a link session has no token to revoke. */
+  readonly #maxLifetimeMs: number
+
+  constructor(
+    private readonly database: Database,
+    config: Pick<Config, 'CONSOLE_SESSION_MAX_HOURS'>,
+  ) {
+    this.#maxLifetimeMs = config.CONSOLE_SESSION_MAX_HOURS * 60 * 60 * 1000
+  }
 
   /** A session for a provider's valid token; undefined for an unknown, revoked or marketplace token. */
   async signInWithToken(token: string, nowMs: number): Promise<SignedIn | undefined> {
@@ -46,6 +55,22 @@ export class ConsoleSessions {
       .executeTakeFirst()
     if (!row) return undefined
     return this.open({ id: row.id, name: row.name, industry: row.industry }, row.tokenId, nowMs)
+  }
+
+  /**
+   * Whose link it is, without spending it: the page shows this and waits for a click, so that opening a link (sent
+   * by someone else, or fetched by a scanner that runs scripts) signs no one in.
+   */
+  async linkOwner(code: string, nowMs: number): Promise<Provider | undefined> {
+    if (!SECRET_SHAPE.test(code)) return undefined
+    return this.database.kysely
+      .selectFrom('console_links as l')
+      .innerJoin('providers as p', 'p.id', 'l.provider_id')
+      .select(['p.id', 'p.name', 'p.industry'])
+      .where('l.code_hash', '=', sha256(code))
+      .where('l.used_at_ms', 'is', null)
+      .where('l.expires_at_ms', '>', nowMs)
+      .executeTakeFirst()
   }
 
   /** Spends a sign-in link: a session for its provider, or undefined when it is unknown, spent or expired. */
@@ -82,9 +107,9 @@ export class ConsoleSessions {
   }
 
   /**
-   * The provider a session cookie stands for, while the session is alive: not signed out, not idle for 12 h,
-   * and its token (if it has one) not revoked. Read from the database on every call, so a revocation or a
-   * sign-out on any instance counts at once.
+   * The provider a session cookie stands for, while the session is alive: not signed out or revoked, not idle for
+   * 12 h, not older than its maximum lifetime, and its token (if it has one) not revoked. Read from the database on
+   * every call, never cached, so a revocation or a sign-out on any instance counts at once.
    */
   async resolve(sessionId: string, nowMs: number): Promise<Provider | undefined> {
     if (!SECRET_SHAPE.test(sessionId)) return undefined
@@ -95,6 +120,7 @@ export class ConsoleSessions {
       .select(['p.id', 'p.name', 'p.industry', 's.last_seen_ms'])
       .where('s.id_hash', '=', idHash)
       .where('s.last_seen_ms', '>', nowMs - SESSION_IDLE_MS)
+      .where('s.created_at_ms', '>', nowMs - this.#maxLifetimeMs)
       .where((eb) =>
         eb.or([
           eb('s.token_id', 'is', null),
@@ -112,6 +138,22 @@ export class ConsoleSessions {
   async signOut(sessionId: string): Promise<void> {
     if (!SECRET_SHAPE.test(sessionId)) return
     await this.database.writer.deleteFrom('console_sessions').where('id_hash', '=', sha256(sessionId)).execute()
+  }
+
+  /**
+   * `listing-service console-sessions revoke`: ends every session of the provider, and spends its links not yet
+   * used, so that no browser is signed in as it afterwards without a new token or link.
+   */
+  async revokeProvider(providerId: string, nowMs: number): Promise<{ sessions: number; links: number }> {
+    // Two single statements, links first: a session opened from a link meanwhile is then among those deleted.
+    const links = await this.database.writer
+      .updateTable('console_links')
+      .set({ used_at_ms: nowMs })
+      .where('provider_id', '=', providerId)
+      .where('used_at_ms', 'is', null)
+      .executeTakeFirst()
+    const sessions = await this.database.writer.deleteFrom('console_sessions').where('provider_id', '=', providerId).executeTakeFirst()
+    return { sessions: Number(sessions.numDeletedRows), links: Number(links.numUpdatedRows) }
   }
 
   /** A one-time sign-in link's code for a provider (the CLI's `console-link`); stored only as its hash. */

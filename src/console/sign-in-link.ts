@@ -12,14 +12,14 @@ export function publicBaseUrl(config: Pick<Config, 'PUBLIC_BASE_URL' | 'HOST' | 
 /**
  * `listing-service console-link --provider <id>`: a link that signs the provider in once, within 15 minutes.
  * The code travels in the fragment, which browsers never send: it stays out of access logs, proxies and Referer
- * headers; the page posts it once and removes it from the address bar.
+ * headers. The page takes it out of the address bar, shows whose link it is, and spends it only on a click.
  */
 export async function signInLink(
   database: Database,
-  config: Pick<Config, 'PUBLIC_BASE_URL' | 'HOST' | 'PORT'>,
+  config: Pick<Config, 'PUBLIC_BASE_URL' | 'HOST' | 'PORT' | 'CONSOLE_SESSION_MAX_HOURS'>,
   providerId: string,
   nowMs: number,
 ): Promise<{ url: string; expiresAt: string }> {
-  const { code, expiresAtMs } = await new ConsoleSessions(database).createLink(providerId, nowMs)
+  const { code, expiresAtMs } = await new ConsoleSessions(database, config).createLink(providerId, nowMs)
   return { url: `${publicBaseUrl(config)}/console/link#${code}`, expiresAt: new Date(expiresAtMs).toISOString() }
 }

@@ -27,7 +27,7 @@ declare module 'fastify' {
   }
 }
 
-function unauthorized(detail: string, invalidToken: boolean): Problem {
+export function unauthorized(detail: string, invalidToken: boolean): Problem {
   // RFC 6750 §3: a missing credential gets the bare challenge; a bad one says invalid_token.
   const challenge = invalidToken ? 'Bearer realm="listing-service", error="invalid_token"' : 'Bearer realm="listing-service"'
   return new Problem('unauthorized', detail, { headers: { 'www-authenticate': challenge } })

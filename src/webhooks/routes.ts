@@ -6,6 +6,7 @@ import { defaultsFilled } from '../http/validation.js'
 import { prefixedId } from '../ids.js'
 import { ipLiteral, type AddressPolicy } from '../images/address-policy.js'
 import { providerOf } from '../providers/authenticate.js'
+import { BIDI_CONTROLS_DETAIL, hasBidiControls } from './bidi-controls.js'
 import { ALL_EVENTS, maskOf } from './event-mask.js'
 import { endpointView, MAX_ENDPOINTS_PER_PROVIDER, type WebhookRepository } from './repository.js'
 import {
@@ -83,6 +84,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     async (request, reply) => {
       const provider = providerOf(request)
       const input = request.body
+      if (hasBidiControls(input.url)) throw invalidRequest([{ pointer: '/url', detail: BIDI_CONTROLS_DETAIL }])
       const literal = ipLiteral(new URL(input.url).hostname)
       if (literal !== undefined && !policy(literal)) {
         throw invalidRequest([{ pointer: '/url', detail: `${literal} is not a public address: webhooks are sent to the public internet only` }])

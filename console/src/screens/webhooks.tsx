@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import createWebhookSchema from 'schema:create-webhook'
+import { visibleUrl } from '../../../src/webhooks/bidi-controls'
 import { api, type DeliveriesPage, type Problem, type Webhook } from '../api'
 import { issueMessage } from '../messages-of'
 import { ConfirmDialog, Field, formatTime, Heading, useLocale } from '../ui'
@@ -182,8 +183,8 @@ export function Webhooks() {
         <ul class="webhooks">
           {endpoints.map((webhook) => (
             <li key={webhook.id} class="card webhook">
-              <p class="url" dir="ltr">
-                {webhook.url}
+              <p class="url">
+                <bdi dir="ltr">{visibleUrl(webhook.url)}</bdi>
               </p>
               <p>
                 <span class={`status status-${webhook.status}`}>{webhook.status === 'enabled' ? t.enabled : t.disabled}</span>
@@ -217,7 +218,7 @@ export function Webhooks() {
       )}
       <ConfirmDialog
         open={deleting !== undefined}
-        question={t.deleteQuestion(deleting?.url ?? '')}
+        question={t.deleteQuestion(visibleUrl(deleting?.url ?? ''))}
         confirm={t.deleteWebhook}
         onConfirm={() => void remove()}
         onCancel={() => setDeleting(undefined)}
