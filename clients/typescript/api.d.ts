@@ -999,7 +999,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1130,7 +1130,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1268,7 +1268,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1477,7 +1477,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1615,7 +1615,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1765,7 +1765,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1876,7 +1876,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1964,7 +1964,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2121,7 +2121,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2239,7 +2239,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2355,7 +2355,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2473,7 +2473,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2591,7 +2591,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2715,7 +2715,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2851,7 +2851,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

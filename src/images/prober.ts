@@ -6,7 +6,7 @@ import type { ImageCheck, ImageRef } from './check.js'
 import { describeConnectionError, guardedConnector, refusedHostDetail, systemResolver, type Resolver } from './guarded-connector.js'
 import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type ImageFormat } from './sniff.js'
 import { FairSlots } from './fair-slots.js'
-import { ProviderBacklog } from './provider-backlog.js'
+import { ProviderBacklog, type Refusal } from './provider-backlog.js'
 import { SharedProbe } from './shared-probe.js'
 import { TtlCache } from '../ttl-cache.js'
 
@@ -42,7 +42,7 @@ export interface ImageProberOptions {
   perRequestConcurrency?: number
   /** Shared fairly between providers. */
   processConcurrency?: number
-  /** IMAGE_QUEUE_PER_PROVIDER; none: no bound. */
+  /** IMAGE_QUEUE_PER_PROVIDER, a bound on top of the budget's; none: the budget's only. */
   queuePerProvider?: number
   observer?: ProbeObserver
   /** For the service's log: which way a host was refused, which the caller is not told. */
@@ -131,7 +131,12 @@ export class ImageProber {
       keepAliveTimeout: 4000,
     })
     this.#processSlots = new FairSlots(options.processConcurrency ?? 64)
-    this.#backlog = new ProviderBacklog(options.queuePerProvider ?? Infinity)
+    this.#backlog = new ProviderBacklog({
+      budgetMs: options.timeoutMs,
+      limit: options.queuePerProvider ?? Infinity,
+      slotsPerProvider: this.#processSlots.perOwner,
+      perCreate: this.#options.perRequestConcurrency,
+    })
   }
 
   /**
@@ -144,7 +149,8 @@ export class ImageProber {
     const now = this.#options.clock()
     const urls = [...new Set(images.map(({ url }) => url))]
     const waiting = urls.filter((url) => !this.#cache.get(url, now)).length
-    if (!this.#backlog.tryAdd(provider, waiting)) throw this.#backlogFull(provider)
+    const refusal = this.#backlog.tryAdd(provider, waiting)
+    if (refusal) throw this.#refused(refusal)
     const deadline = abortAfter(this.#options.timeoutMs, signal)
     const joined: Array<() => void> = []
     this.#checks += 1
@@ -205,15 +211,15 @@ export class ImageProber {
     })
   }
 
-  #backlogFull(provider: string): Problem {
+  #refused(refusal: Refusal): Problem {
     // Every check under way ends by its deadline, so by then the provider's backlog is empty.
     const seconds = Math.max(1, Math.ceil(this.#options.timeoutMs / 1000))
-    return new Problem(
-      'rate-limited',
-      `your creates already wait on ${this.#backlog.waitingOf(provider)} images to be checked, and at most ` +
-        `${this.#backlog.limit} may wait at once; retry after ${seconds} seconds`,
-      { headers: { 'retry-after': String(seconds) } },
-    )
+    const why =
+      refusal.reason === 'limit'
+        ? `your creates already wait on ${refusal.waiting} images to be checked, and at most ${refusal.limit} may wait at once`
+        : `your images take about ${Math.round(refusal.perImageMs)} ms each to check and ${refusal.checks} of your creates already wait on theirs: ` +
+          `these ${refusal.images}, about ${Math.floor(refusal.atOnce)} at a time, would not be checked within ${this.#options.timeoutMs} ms`
+    return new Problem('rate-limited', `${why}; retry after ${seconds} seconds`, { headers: { 'retry-after': String(seconds) } })
   }
 
   /** Whether every image was accepted recently (a provider's usual images): answered without a probe, slot or promise per image. */
@@ -244,7 +250,10 @@ export class ImageProber {
     if (probe) {
       this.#options.observer?.reused('in-flight')
     } else {
-      const started = (probe = new SharedProbe(this.#processSlots, (cancelled) => this.#timedProbe(url, cancelled)))
+      const started = (probe = new SharedProbe(this.#processSlots, (cancelled, slotOwner) => {
+        const ended = this.#backlog.fetchStarted(slotOwner)
+        return this.#timedProbe(url, cancelled).finally(ended)
+      }))
       this.#inFlight.set(url, started)
       void started.result.then(() => this.#forget(url, started))
     }
