@@ -1,5 +1,7 @@
+import { LRUCache } from 'lru-cache'
 import { Agent, request, type Dispatcher } from 'undici'
 import { systemClock, type Clock } from '../clock.js'
+import { abortAfter } from '../abort-after.js'
 import { Problem } from '../errors.js'
 import type { AddressPolicy } from './address-policy.js'
 import type { ImageCheck, ImageRef } from './check.js'
@@ -8,7 +10,6 @@ import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type 
 import { FairSlots } from './fair-slots.js'
 import { ProviderBacklog, type Refusal } from './provider-backlog.js'
 import { SharedProbe } from './shared-probe.js'
-import { TtlCache } from '../ttl-cache.js'
 
 export type ProbeFailureType = 'image-unavailable' | 'image-too-large' | 'unsupported-image-format'
 
@@ -70,27 +71,6 @@ class ProbeFailure extends Error {
 
 const unavailable = (detail: string) => new ProbeFailure('image-unavailable', detail)
 
-/** Aborts after `ms`, or when `also` does. Not AbortSignal.timeout: under AbortSignal.any, Node 20 may collect it before it fires. */
-function abortAfter(ms: number, also?: AbortSignal): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {
-  const controller = new AbortController()
-  let timedOut = false
-  const timer = setTimeout(() => {
-    timedOut = true
-    controller.abort()
-  }, ms)
-  const onAbort = () => controller.abort()
-  if (also?.aborted) controller.abort()
-  else also?.addEventListener('abort', onAbort, { once: true })
-  return {
-    signal: controller.signal,
-    timedOut: () => timedOut,
-    dispose() {
-      clearTimeout(timer)
-      also?.removeEventListener('abort', onAbort)
-    },
-  }
-}
-
 /** Stops a body we will not read further; the listener keeps the abort's error from crashing the process. */
 function discard(body: Dispatcher.ResponseData['body']): void {
   body.on('error', () => {})
@@ -119,13 +99,15 @@ export class ImageProber {
   readonly #agent: Agent
   readonly #processSlots: FairSlots
   readonly #backlog: ProviderBacklog
-  readonly #cache = new TtlCache<ProbeResult & { ok: true }>(CACHE_ENTRIES, CACHE_TTL_MS)
+  readonly #cache: LRUCache<string, ProbeResult & { ok: true }>
   /** Probes under way or waiting for a slot, so concurrent creates naming one URL share one fetch. */
   readonly #inFlight = new Map<string, SharedProbe>()
   #checks = 0
 
   constructor(options: ImageProberOptions) {
     this.#options = { ...options, clock: options.clock ?? systemClock, perRequestConcurrency: options.perRequestConcurrency ?? 8 }
+    // Entries dated by the injected clock, read afresh each time (ttlResolution 0: no timer per read).
+    this.#cache = new LRUCache({ max: CACHE_ENTRIES, ttl: CACHE_TTL_MS, ttlResolution: 0, perf: { now: this.#options.clock } })
     this.#agent = new Agent({
       connect: guardedConnector(options.policy, options.resolve ?? systemResolver),
       keepAliveTimeout: 4000,
@@ -146,9 +128,8 @@ export class ImageProber {
   readonly check: ImageCheck = async (images, options = { provider: '' }) => {
     if (this.#allCached(images)) return
     const { provider, signal } = options
-    const now = this.#options.clock()
     const urls = [...new Set(images.map(({ url }) => url))]
-    const waiting = urls.filter((url) => !this.#cache.get(url, now)).length
+    const waiting = urls.filter((url) => !this.#cache.get(url)).length
     const refusal = this.#backlog.tryAdd(provider, waiting)
     if (refusal) throw this.#refused(refusal)
     const deadline = abortAfter(this.#options.timeoutMs, signal)
@@ -224,10 +205,9 @@ export class ImageProber {
 
   /** Whether every image was accepted recently (a provider's usual images): answered without a probe, slot or promise per image. */
   #allCached(images: ImageRef[]): boolean {
-    const now = this.#options.clock()
     const distinct = new Set<string>()
     for (const { url } of images) {
-      if (!this.#cache.get(url, now)) return false
+      if (!this.#cache.get(url)) return false
       distinct.add(url)
     }
     this.#options.observer?.reused('cache', distinct.size)
@@ -241,7 +221,7 @@ export class ImageProber {
 
   /** A verdict on `url`: from the cache, the probe under way, or a new probe in `provider`'s line. leave() when no longer waiting. */
   #join(url: string, provider: string): { result: Promise<ProbeResult>; leave: () => void } {
-    const cached = this.#cache.get(url, this.#options.clock())
+    const cached = this.#cache.get(url)
     if (cached) {
       this.#options.observer?.reused('cache')
       return { result: Promise.resolve(cached), leave: () => {} }
@@ -287,7 +267,7 @@ export class ImageProber {
     const budget = abortAfter(this.#options.timeoutMs, cancelled)
     try {
       const result = await this.#judge(new URL(url), budget.signal)
-      this.#cache.set(url, result, this.#options.clock())
+      this.#cache.set(url, result)
       return result
     } catch (error) {
       if (error instanceof ProbeFailure) return { ok: false, type: error.type, detail: error.detail }
