@@ -1,6 +1,7 @@
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { basename } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib'
 import { _ } from 'ajv'
 import standalone from 'ajv/dist/standalone/index.js'
 import { build, type Plugin } from 'esbuild'
@@ -10,8 +11,9 @@ import { CreateWebhookBody } from '../src/webhooks/schemas.js'
 
 /**
  * Builds the console (docs/design/console.md): one bundle of console/src into dist/console/assets, names
- * fingerprinted by content, and manifest.json naming the entry files for the page (src/console/page.ts).
- * Run by `npm run build`, so `npm install` does it.
+ * fingerprinted by content, each beside its .br and .gz at the best ratio (served as they are by @fastify/static),
+ * and manifest.json naming the entry files for the page (src/console/page.ts). Run by `npm run build`, so
+ * `npm install` does it.
  */
 
 const OUT = fileURLToPath(new URL('../dist/console/assets/', import.meta.url))
@@ -70,6 +72,11 @@ export async function buildConsole(): Promise<{ script: string; style: string; f
   const script = files.find((name) => name.endsWith('.js'))
   const style = files.find((name) => name.endsWith('.css'))
   if (!script || !style) throw new Error(`the console build made ${files.join(', ')}: no script or no style sheet`)
+  for (const name of files) {
+    const identity = readFileSync(`${OUT}${name}`)
+    writeFileSync(`${OUT}${name}.br`, brotliCompressSync(identity, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }))
+    writeFileSync(`${OUT}${name}.gz`, gzipSync(identity, { level: 9 }))
+  }
   const manifest = { script, style, files }
   writeFileSync(`${OUT}manifest.json`, `${JSON.stringify(manifest, null, 2)}\n`)
   return manifest

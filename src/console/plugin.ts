@@ -1,11 +1,11 @@
+import fastifyStatic from '@fastify/static'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import type { Clock } from '../clock.js'
 import type { Database } from '../db/connection.js'
 import { Problem, sendProblem } from '../errors.js'
-import { negotiatedEncoding } from '../http/compression.js'
-import { loadAssets, type ConsoleAssets } from './assets.js'
+import { ASSETS_DIR, readManifest } from './assets.js'
 import { clearedCookie, hasCsrfProof, sessionCookie, sessionCookieOf } from './cookie.js'
 import { consolePage, preferredLanguage } from './page.js'
 import { ConsoleSessions } from './sessions.js'
@@ -13,8 +13,6 @@ import { ConsoleSessions } from './sessions.js'
 export interface ConsoleOptions {
   database: Database
   clock: Clock
-  /** The built files; tests may pass their own. Default: read from dist/console/assets. */
-  assets?: ConsoleAssets
 }
 
 /**
@@ -32,8 +30,6 @@ export const CONTENT_SECURITY_POLICY = [
   "form-action 'self'",
   "object-src 'none'",
 ].join('; ')
-
-const IMMUTABLE = 'public, max-age=31536000, immutable'
 
 const SignInBody = Type.Object(
   {
@@ -55,7 +51,7 @@ const noCsrfProof = () => new Problem('forbidden', 'console requests must carry 
  */
 async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
   const sessions = new ConsoleSessions(options.database)
-  const assets = options.assets ?? loadAssets()
+  const manifest = readManifest()
   const { clock } = options
 
   // Runs before the API's authentication (which honours a principal already set): only a request without an
@@ -84,17 +80,28 @@ async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Pro
           .type('text/html; charset=utf-8')
           .header('cache-control', 'no-cache')
           .header('vary', 'accept-language')
-          .send(consolePage(assets.manifest, preferredLanguage(request.headers['accept-language'])))
+          .send(consolePage(manifest, preferredLanguage(request.headers['accept-language'])))
       routes.get('', { schema: { hide: true } }, page)
       routes.get('/*', { schema: { hide: true } }, page)
 
-      routes.get<{ Params: { file: string } }>('/assets/:file', { schema: { hide: true } }, async (request, reply) => {
-        const asset = assets.files.get(request.params.file)
-        if (!asset) throw new Problem('not-found', 'no such console asset')
-        const encoding = negotiatedEncoding(request)
-        reply.type(asset.type).header('cache-control', IMMUTABLE).header('vary', 'accept-encoding')
-        if (encoding) reply.header('content-encoding', encoding)
-        return reply.send(encoding ? asset[encoding] : asset.identity)
+      // Fingerprinted: cached for a year, never revalidated. Only the build's files, as built (with their .br and
+      // .gz); anything else is 404.
+      const built = new Set(manifest?.files.map((name) => `/${name}`))
+      await routes.register(async (assets) => {
+        // mime@3, which @fastify/send reads, still gives JavaScript its obsolete type (RFC 9239).
+        assets.addHook('onSend', async (_request, reply) => {
+          if (String(reply.getHeader('content-type')).startsWith('application/javascript')) reply.type('text/javascript; charset=utf-8')
+        })
+        await assets.register(fastifyStatic, {
+          root: ASSETS_DIR,
+          prefix: '/assets/',
+          decorateReply: false,
+          index: false,
+          preCompressed: true,
+          maxAge: '365d',
+          immutable: true,
+          allowedPath: (path) => built.has(path),
+        })
       })
 
       // Session routes: the anti-CSRF header is required on each, so a cross-site page can neither sign a browser
