@@ -50,10 +50,6 @@ export class ProviderBacklog {
     this.#options = { now: () => performance.now(), ...options }
   }
 
-  waitingOf(provider: string): number {
-    return this.#lines.get(provider)?.waiting ?? 0
-  }
-
   /** Counts `images` for `provider` and answers undefined, or counts nothing and answers why not. */
   tryAdd(provider: string, images: number): Refusal | undefined {
     const { limit, budgetMs, slotsPerProvider, perCreate } = this.#options
