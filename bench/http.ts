@@ -31,6 +31,8 @@ const { values: args } = parseArgs({
     service: { type: 'string' },
     // A subset, to iterate on one figure: e.g. --scenarios page1,create1-rate (the ceiling always runs).
     scenarios: { type: 'string' },
+    // RATE_LIMIT_PER_MINUTE of the service: 0 (off) by default; a limit no run reaches measures what counting costs.
+    'rate-limit': { type: 'string', default: '0' },
   },
 })
 const ALL_SCENARIOS = [
@@ -121,7 +123,11 @@ async function benchDialect(dialect: 'sqlite' | 'postgres', images: ImageServer)
   const seedSeconds = (performance.now() - seedStarted) / 1000
   console.error(`${dialect}: seeded ${LISTINGS} listings in ${seedSeconds.toFixed(1)} s`)
 
-  const service: RunningService = await startService({ DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true' }, seeded.token, args.service)
+  const service: RunningService = await startService(
+    { DATABASE_URL: databaseUrl, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true', RATE_LIMIT_PER_MINUTE: args['rate-limit'] },
+    seeded.token,
+    args.service,
+  )
   const auth = { authorization: `Bearer ${service.token}` }
   const get = (path: string): RequestKind => ({ weight: 1, method: 'GET', path, headers: auth })
   const post = (body: string): RequestKind => ({
@@ -266,7 +272,7 @@ const sections: string[] = [
   `# HTTP benchmark — ${new Date().toISOString()}`,
   '',
   `Machine: ${machine()}. Load: ${loadTool}, ${CONNECTIONS} connections, ${DURATION_S} s per scenario after a ${WARMUP_S} s warm-up.`,
-  `Service: \`node ${args.service ?? 'dist'}/cli/main.js serve\` (LOG_LEVEL=info, access log written to a file). Command: \`npm run bench:http -- --listings ${LISTINGS} --duration ${DURATION_S} --mix-duration ${MIX_DURATION_S} --connections ${CONNECTIONS}${args.service ? ` --service ${args.service}` : ''}${SUBSET ? ` --scenarios ${args.scenarios}` : ''}\`.`,
+  `Service: \`node ${args.service ?? 'dist'}/cli/main.js serve\` (LOG_LEVEL=info, access log written to a file). Command: \`npm run bench:http -- --listings ${LISTINGS} --duration ${DURATION_S} --mix-duration ${MIX_DURATION_S} --connections ${CONNECTIONS}${args.service ? ` --service ${args.service}` : ''}${SUBSET ? ` --scenarios ${args.scenarios}` : ''}${args['rate-limit'] === '0' ? '' : ` --rate-limit ${args['rate-limit']}`}\`.`,
   '',
 ]
 try {

@@ -49,10 +49,11 @@ export const ConfigSchema = Type.Object(
     IMAGE_QUEUE_PER_PROVIDER: Type.Integer({
       // A create names at most 101 images (brand and 100 items): one must always fit.
       minimum: 101,
-      default: 256,
+      default: 2048,
       description:
         "most images one provider's creates may be waiting on at once (from the start of each create's image " +
-        'check to its end); a create that would go over is refused with `429` and `Retry-After`',
+        'check to its end), a bound on memory; before it, a create whose images would not be checked within ' +
+        "`IMAGE_FETCH_TIMEOUT_MS` (judged by how long the provider's fetches take) is refused with `429` and `Retry-After`",
     }),
     IMAGE_MAX_PIXELS: Type.Integer({
       minimum: 1,

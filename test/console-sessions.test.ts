@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../src/app.js'
+import { ASSETS_DIR } from '../src/console/assets.js'
 import { CONTENT_SECURITY_POLICY } from '../src/console/security-headers.js'
 import { ConsoleSessions, LINK_LIFETIME_MS, SESSION_IDLE_MS } from '../src/console/sessions.js'
 import { listingBody } from './fixtures.js'
@@ -203,6 +205,21 @@ for (const dialect of await testDialects()) {
       const br = await inject({ method: 'GET', url: script, headers: { 'accept-encoding': 'br' } })
       assert.equal(br.headers['content-encoding'], 'br')
       assert.ok(br.rawPayload.length < plain.rawPayload.length)
+      const built = `${ASSETS_DIR}${script.split('/').pop() as string}`
+      assert.deepEqual(br.rawPayload, readFileSync(`${built}.br`), 'the build’s own .br, at its best ratio')
+      const gzip = await inject({ method: 'GET', url: script, headers: { 'accept-encoding': 'gzip' } })
+      assert.deepEqual(gzip.rawPayload, readFileSync(`${built}.gz`), 'the build’s own .gz')
+      const again = await inject({ method: 'GET', url: script, headers: { 'if-none-match': String(plain.headers.etag) } })
+      assert.equal(again.statusCode, 304)
+      const head = await inject({ method: 'HEAD', url: script })
+      assert.equal(head.statusCode, 200)
+      assert.equal(head.headers['content-length'], String(plain.rawPayload.length))
+      const part = await inject({ method: 'GET', url: script, headers: { range: 'bytes=0-9' } })
+      assert.equal(part.statusCode, 206)
+      assert.deepEqual(part.rawPayload, plain.rawPayload.subarray(0, 10))
+      for (const other of ['/console/assets/manifest.json', `${script}.br`]) {
+        assert.equal((await inject({ method: 'GET', url: other })).statusCode, 404, `${other}: only the built files`)
+      }
       assert.equal(page.headers['cache-control'], 'no-cache', 'the page itself is revalidated, so a new build is picked up')
     })
 

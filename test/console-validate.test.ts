@@ -1,15 +1,38 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { validate, type Schema } from '../console/src/validate.js'
-import { CreateListingBody, PatchListingBody } from '../src/listings/schemas.js'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+import { schemaModules } from '../console/build.js'
+import type { Issue, Schema } from '../console/src/validate.js'
 import { listingBody, setAt } from './fixtures.js'
 import { startService, type TestProvider, type TestService } from './helper.js'
 
-// The console checks a create body before sending it with a small interpreter of the API's own JSON Schema
-// (console/src/validate.ts). Differential test: for each body, the fields it points at are exactly the fields the
-// service's 400 points at.
+// The console checks a body before sending it with validators console/build.ts generates from the API's own JSON
+// Schema (Ajv standalone). Differential test: for each body, the fields the console points at are exactly the
+// fields the service's 400 points at. What runs here is bundled as the console's is.
 
-const bare = (schema: unknown) => JSON.parse(JSON.stringify(schema)) as Schema
+const bundled = await build({
+  stdin: {
+    contents: [
+      "export { validate } from './console/src/validate'",
+      "export { default as createListing } from 'schema:create-listing'",
+      "export { default as patchListing } from 'schema:patch-listing'",
+    ].join('\n'),
+    resolveDir: fileURLToPath(new URL('..', import.meta.url)),
+    loader: 'ts',
+  },
+  bundle: true,
+  format: 'esm',
+  write: false,
+  logLevel: 'warning',
+  plugins: [schemaModules],
+})
+const consoleChecks = (await import(`data:text/javascript;base64,${Buffer.from(bundled.outputFiles[0]?.text ?? '').toString('base64')}`)) as {
+  validate: (schema: Schema, value: unknown) => Issue[]
+  createListing: Schema
+  patchListing: Schema
+}
+const { validate } = consoleChecks
 
 /** Changes to a valid body, each breaking (or not) one or more rules. */
 const changes: Array<[string, Array<[string, unknown]>]> = [
@@ -96,7 +119,7 @@ describe('console checks = service checks (create and change bodies)', { timeout
     test(`create: ${name}`, async () => {
       const body = listingBody({}, 2)
       for (const [pointer, value] of edits) setAt(body, pointer, value)
-      const checked = validate(bare(CreateListingBody), body).map((issue) => issue.pointer)
+      const checked = validate(consoleChecks.createListing, body).map((issue) => issue.pointer)
       const response = await service.create(provider.token, body)
       const server = response.status === 400 ? (response.body.errors as Array<{ pointer: string }>).map((e) => e.pointer) : []
       if (server.length === 0) assert.equal(response.status, 201, response.text)
@@ -118,7 +141,7 @@ describe('console checks = service checks (create and change bodies)', { timeout
       { items: [{ position: 0, quantity: 3, price: 9.25 }] },
     ]
     for (const body of bodies) {
-      const checked = validate(bare(PatchListingBody), body).map((issue) => issue.pointer)
+      const checked = validate(consoleChecks.patchListing, body).map((issue) => issue.pointer)
       const response = await service.request('PATCH', `/api/v1/listing/${created.body.listingId}`, { token: provider.token, json: body })
       const server = response.status === 400 ? (response.body.errors as Array<{ pointer: string }>).map((e) => e.pointer) : []
       if (server.length === 0) assert.equal(response.status, 200, response.text)

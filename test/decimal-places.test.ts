@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { decimalPlaces } from '../src/http/validation.js'
+import { decimalPlaces } from '../src/http/schema-vocabulary.js'
 
 // Prices allow at most 3 decimals (docs/api.md#create-a-listing), counted on the number's shortest round-trip form, which is
 // exact where dividing by 0.001 in floating point is not.

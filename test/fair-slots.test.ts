@@ -108,17 +108,83 @@ describe('FairSlots: the process fetches shared between providers', () => {
   })
 })
 
-describe('ProviderBacklog: images each provider waits on', () => {
+describe('ProviderBacklog: images each provider waits on, and whether a create fits in the budget', () => {
+  /** A backlog on a clock the test moves: 48 slots a provider, 8 fetches a create, a 5 s budget. */
+  function backlog(limit = Infinity) {
+    const clock = { ms: 0 }
+    return { clock, backlog: new ProviderBacklog({ budgetMs: 5000, limit, slotsPerProvider: 48, perCreate: 8, now: () => clock.ms }) }
+  }
+
   test('adds while under the limit, refuses (counting nothing) what would go over, frees on removal', () => {
-    const backlog = new ProviderBacklog(10)
-    assert.equal(backlog.tryAdd('a', 6), true)
-    assert.equal(backlog.tryAdd('a', 5), false)
-    assert.equal(backlog.waitingOf('a'), 6)
-    assert.equal(backlog.tryAdd('b', 10), true, 'each provider has its own bound')
-    assert.equal(backlog.tryAdd('a', 4), true)
-    backlog.remove('a', 6)
-    assert.equal(backlog.waitingOf('a'), 4)
-    backlog.remove('a', 4)
-    assert.equal(backlog.waitingOf('a'), 0)
+    const { backlog: bounded } = backlog(10)
+    assert.equal(bounded.tryAdd('a', 6), undefined)
+    assert.deepEqual(bounded.tryAdd('a', 5), { reason: 'limit', waiting: 6, limit: 10 })
+    assert.deepEqual(bounded.tryAdd('a', 5), { reason: 'limit', waiting: 6, limit: 10 }, 'the refused create counted nothing')
+    assert.equal(bounded.tryAdd('b', 10), undefined, 'each provider has its own bound')
+    assert.equal(bounded.tryAdd('a', 4), undefined)
+    bounded.remove('a', 6)
+    assert.deepEqual(bounded.tryAdd('a', 7), { reason: 'limit', waiting: 4, limit: 10 })
+    bounded.remove('a', 4)
+    assert.equal(bounded.tryAdd('a', 10), undefined)
+  })
+
+  test('a burst of images that answer quickly is admitted whole: 10 creates of 51 images', () => {
+    const { clock, backlog: b } = backlog()
+    const ends: Array<() => void> = []
+    for (let create = 0; create < 10; create++) {
+      assert.equal(b.tryAdd('menu', 51), undefined, `create ${create}`)
+      // Its first fetches start, and the earlier ones end, 20 ms each.
+      for (let i = 0; i < 8; i++) ends.push(b.fetchStarted('menu'))
+      clock.ms += 20
+      for (const end of ends.splice(0, 4)) end()
+    }
+  })
+
+  test("images that never answer raise the estimate while they run: that provider's next creates are refused, no other's", () => {
+    const { clock, backlog: b } = backlog()
+    assert.equal(b.tryAdd('attacker', 101), undefined, 'nothing measured yet: admitted')
+    for (let i = 0; i < 8; i++) b.fetchStarted('attacker')
+    clock.ms += 100
+    assert.equal(b.tryAdd('attacker', 16), undefined, '2 rounds of 100 ms fit in 5 s')
+    // Two rounds of fetches running 3 s so far.
+    clock.ms += 2900
+    const refusal = b.tryAdd('attacker', 16)
+    assert.equal(refusal?.reason, 'budget')
+    assert.ok(refusal.reason === 'budget' && refusal.expectedMs > 5000 && refusal.checks === 2, JSON.stringify(refusal))
+    assert.deepEqual(b.tryAdd('attacker', 16), refusal, 'the refused create counted nothing')
+    assert.equal(b.tryAdd('victim', 1), undefined, 'another provider is measured by its own fetches')
+  })
+
+  test('ended fetches are measured until the provider has nothing under way; then it starts afresh', () => {
+    const { clock, backlog: b } = backlog()
+    assert.equal(b.tryAdd('p', 51), undefined)
+    const ends = Array.from({ length: 8 }, () => b.fetchStarted('p'))
+    clock.ms += 1000
+    for (const end of ends) end()
+    // 7 rounds of 8 at 1 s each: 7 s.
+    assert.equal(b.tryAdd('p', 51)?.reason, 'budget')
+    assert.equal(b.tryAdd('p', 8), undefined, 'one round of 1 s fits')
+    b.remove('p', 51)
+    b.remove('p', 8)
+    assert.equal(b.tryAdd('p', 51), undefined, 'nothing under way: nothing measured')
+  })
+
+  test('a fetch still running when its create ended is measured until it ends', () => {
+    const { clock, backlog: b } = backlog()
+    assert.equal(b.tryAdd('p', 8), undefined)
+    const ends = Array.from({ length: 8 }, () => b.fetchStarted('p'))
+    b.remove('p', 8)
+    clock.ms += 4000
+    assert.equal(b.tryAdd('p', 9)?.reason, 'budget', '2 rounds of 4 s')
+    for (const end of ends) end()
+    assert.equal(b.tryAdd('p', 9), undefined)
+  })
+
+  test('a fetch of no admitted create (a single probe) is not measured', () => {
+    const { clock, backlog: b } = backlog()
+    const end = b.fetchStarted('p')
+    clock.ms += 60_000
+    assert.equal(b.tryAdd('p', 101), undefined)
+    end()
   })
 })

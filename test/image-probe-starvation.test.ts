@@ -11,8 +11,9 @@ import { killAll, runCli, startServer, type ServerProcess } from './process.js'
 /**
  * Issue 25 item 4, against the service as a real process and a real image server whose /hang/… images never
  * answer: one provider's creates must not starve another's, a create's whole wait (queueing included) is bounded
- * by IMAGE_FETCH_TIMEOUT_MS, a provider's waiting work is bounded (429 beyond it), and the probes of a create
- * whose client went away are cancelled, unless another request shares them. Each attack is measured against the
+ * by IMAGE_FETCH_TIMEOUT_MS, a provider's waiting work is bounded (429 beyond it, or beyond what the budget can
+ * serve, while a burst it can serve is served), and the probes of a create whose client went away are cancelled,
+ * unless another request shares them. Each attack is measured against the
  * service's own configured budget (ratios and the order of answers), never against a fixed speed.
  */
 
@@ -36,18 +37,18 @@ async function eventually(condition: () => boolean | Promise<boolean>, ms: numbe
 interface Setup {
   server: ServerProcess
   images: ImageServer
-  /** Tokens of two providers: [attacker, victim]. */
-  tokens: [string, string]
+  /** Tokens of the providers: [attacker, victim, …others]. */
+  tokens: [string, string, ...string[]]
   agent: Agent
 }
 
-/** A fresh database with two providers made by the real CLI, the service on it with `env`, and an image server. */
-async function setUp(dialect: DialectName, env: Record<string, string>): Promise<Setup> {
+/** A fresh database with providers made by the real CLI, the service on it with `env`, and an image server. */
+async function setUp(dialect: DialectName, env: Record<string, string>, providers = ['attacker', 'victim']): Promise<Setup> {
   const database = await createTestDatabase(dialect)
   after(() => database.drop())
   // One after the other: the first CLI run migrates the fresh database.
   const tokens: string[] = []
-  for (const name of ['attacker', 'victim']) {
+  for (const name of providers) {
     const made = await runCli(['provider', 'create', '--name', name], { DATABASE_URL: database.url }, { timeoutMs: 60_000 })
     assert.equal(made.code, 0, made.stderr)
     tokens.push(JSON.parse(made.stdout).token)
@@ -59,7 +60,7 @@ async function setUp(dialect: DialectName, env: Record<string, string>): Promise
   after(() => server.stop('SIGKILL'))
   const agent = new Agent({ keepAlive: true })
   after(() => agent.destroy())
-  return { server, images, tokens: tokens as [string, string], agent }
+  return { server, images, tokens: tokens as Setup['tokens'], agent }
 }
 
 /** A create body whose brand and `items` items each name an image that never answers, distinct by `name`. */
@@ -67,6 +68,14 @@ function hangingBody(images: ImageServer, name: string, items: number): Record<s
   const body = listingBody({}, 0)
   body.brand.imageUrl = images.url(`/hang/${name}-brand`)
   body.items = Array.from({ length: items }, (_, i) => item(i, { imageUrl: images.url(`/hang/${name}-${i}`) }))
+  return body
+}
+
+/** A create of `items` items whose images, and the brand's, answer at once, distinct by `name`. */
+function menuOf(images: ImageServer, name: string, items: number): Record<string, any> {
+  const body = listingBody({}, items)
+  body.brand.imageUrl = images.url(`/img/${name}-brand.png`)
+  body.items.forEach((entry: Record<string, unknown>, i: number) => (entry.imageUrl = images.url(`/img/${name}-${i}.png`)))
   return body
 }
 
@@ -121,11 +130,7 @@ describe('image probe starvation and orphaned work (issue 25 item 4)', { concurr
   for (const dialect of dialects) {
     describe(`[${dialect}]`, { concurrency: 1 }, () => {
       test("one provider's creates naming many never-answering images do not starve another provider's one-image create", { timeout: 60_000 }, async () => {
-        const { server, images, tokens, agent } = await setUp(dialect, {
-          IMAGE_FETCH_TIMEOUT_MS: '5000',
-          // Out of the way: this is about sharing the fetches, not about the bound on waiting work.
-          IMAGE_QUEUE_PER_PROVIDER: '1000',
-        })
+        const { server, images, tokens, agent } = await setUp(dialect, { IMAGE_FETCH_TIMEOUT_MS: '5000' })
         const [attacker, victim] = tokens
         const attacks = Array.from({ length: 30 }, (_, n) => timed(postCreate(server.port, agent, attacker, hangingBody(images, `starve-${n}`, 15))))
         for (const pending of attacks) pending.catch(() => {})
@@ -134,41 +139,83 @@ describe('image probe starvation and orphaned work (issue 25 item 4)', { concurr
         const answer = await timed(postCreate(server.port, agent, victim, oneImageBody(images, 'victim')))
         assert.equal(answer.status, 201, JSON.stringify(answer.body))
         const attacked = await Promise.all(attacks)
-        const firstAttackAnswered = Math.min(...attacked.map((a) => a.at))
-        // The attacker's creates end at their deadline: the victim's answer, with only its own image to wait
-        // for, must come before any of them (a process-wide FIFO put it behind hundreds of hanging probes).
+        // Creates that arrived once the attacker's first fetches had run long enough are refused at once (429);
+        // the others were admitted, and fill the attacker's share of fetches (awaited above).
+        const admitted = attacked.filter((attack) => attack.status !== 429)
+        const firstAttackAnswered = Math.min(...admitted.map((a) => a.at))
+        // The attacker's admitted creates end at their deadline: the victim's answer, with only its own image to
+        // wait for, must come before any of them (a process-wide FIFO put it behind hundreds of hanging probes).
         assert.ok(answer.at < firstAttackAnswered, 'the victim was answered before the attacker’s first create')
-        for (const attack of attacked) {
+        for (const attack of admitted) {
           assert.equal(attack.status, 400, JSON.stringify(attack.body))
           assert.equal(attack.body.type, '/problems/image-unavailable')
           assert.equal(pointersOf(attack.body).length, 16, 'every image not checked is named')
         }
+        for (const attack of attacked.filter((a) => a.status === 429)) assert.equal(attack.body.type, '/problems/rate-limited')
       })
 
       test("a create's whole wait is bounded by IMAGE_FETCH_TIMEOUT_MS, queueing included", { timeout: 60_000 }, async () => {
         const budgetMs = 3000
-        const { server, images, tokens, agent } = await setUp(dialect, {
-          IMAGE_FETCH_TIMEOUT_MS: String(budgetMs),
-          IMAGE_QUEUE_PER_PROVIDER: '1000',
-        })
-        // Two providers fill all 64 fetches with images that never answer, and queue hundreds more behind them.
-        const floods = tokens.flatMap((token, p) =>
-          Array.from({ length: 16 }, (_, n) => postCreate(server.port, agent, token, hangingBody(images, `flood-${p}-${n}`, 15))),
-        )
+        const { server, images, tokens, agent } = await setUp(dialect, { IMAGE_FETCH_TIMEOUT_MS: String(budgetMs) }, ['flood-0', 'flood-1', 'late'])
+        // Two providers fill all 64 fetches with images that never answer, and queue more behind them.
+        const floods = tokens
+          .slice(0, 2)
+          .flatMap((token, p) => Array.from({ length: 16 }, (_, n) => postCreate(server.port, agent, token, hangingBody(images, `flood-${p}-${n}`, 15))))
         for (const pending of floods) pending.catch(() => {})
         await eventually(() => hangRequests(images) >= 64, 10_000, 'every fetch slot taken')
 
-        const body = hangingBody(images, 'bounded', 3)
+        // A third provider, nothing measured of it yet, so admitted: 25 images, 8 at a time, waiting for a slot first.
+        const body = hangingBody(images, 'bounded', 24)
         const sent = performance.now()
-        const answer = await postCreate(server.port, agent, tokens[0], body)
+        const answer = await postCreate(server.port, agent, tokens[2] as string, body)
         const waitedMs = performance.now() - sent
         assert.equal(answer.status, 400, JSON.stringify(answer.body))
         assert.equal(answer.body.type, '/problems/image-unavailable')
-        assert.deepEqual(pointersOf(answer.body), ['/brand/imageUrl', '/items/0/imageUrl', '/items/1/imageUrl', '/items/2/imageUrl'])
+        assert.deepEqual(pointersOf(answer.body), ['/brand/imageUrl', ...Array.from({ length: 24 }, (_, i) => `/items/${i}/imageUrl`)])
         assert.match(answer.body.errors[0].detail, new RegExp(`within ${budgetMs} ms`))
-        // Its own budget, not the queue ahead of it: behind 3 rounds of hanging fetches it waited 4 budgets.
+        // Its own budget, not the queue ahead of it and its rounds of fetches: without the create's deadline it
+        // waited for a slot, then 4 rounds of 3 s.
         assert.ok(waitedMs < 2 * budgetMs, `answered after ${Math.round(waitedMs)} ms, budget ${budgetMs} ms`)
         await Promise.all(floods)
+      })
+
+      test('an honest burst is served: 10 concurrent creates of 51 images each that answer at once are all 201', { timeout: 60_000 }, async () => {
+        // The defaults: IMAGE_FETCH_TIMEOUT_MS and IMAGE_QUEUE_PER_PROVIDER as an operator leaves them.
+        const { server, images, tokens, agent } = await setUp(dialect, {})
+        const answers = await Promise.all(Array.from({ length: 10 }, (_, n) => postCreate(server.port, agent, tokens[0], menuOf(images, `menu-${n}`, 50))))
+        assert.deepEqual(
+          answers.map((answer) => answer.status),
+          Array.from({ length: 10 }, () => 201),
+          JSON.stringify(answers.find((answer) => answer.status !== 201)?.body),
+        )
+        assert.equal(new Set(images.requests.map((request) => request.path)).size, 510, 'every image was fetched')
+      })
+
+      test("a provider whose images do not answer: its next creates are refused at once (429), not another's", { timeout: 60_000 }, async () => {
+        const budgetMs = 3000
+        const { server, images, tokens, agent } = await setUp(dialect, { IMAGE_FETCH_TIMEOUT_MS: String(budgetMs) })
+        const [attacker, victim] = tokens
+        const first = postCreate(server.port, agent, attacker, hangingBody(images, 'slow', 100))
+        first.catch(() => {})
+        await eventually(() => hangRequests(images) >= 8, 10_000, 'the first create fetching its images')
+        // Half the budget: its fetches have run that long, so 51 more images, 8 at a time, cannot be checked in time.
+        await sleep(budgetMs / 2)
+
+        const fetchedBefore = images.requests.length
+        const refused = await postCreate(server.port, agent, attacker, menuOf(images, 'refused', 50))
+        assert.equal(refused.status, 429, JSON.stringify(refused.body))
+        assert.equal(refused.body.type, '/problems/rate-limited')
+        assert.match(refused.body.detail, new RegExp(`would not be checked within ${budgetMs} ms`))
+        assert.equal(refused.headers['retry-after'], '3')
+        assert.equal(images.requests.length, fetchedBefore, 'a refused create fetches nothing')
+
+        const other = await postCreate(server.port, agent, victim, menuOf(images, 'victim', 50))
+        assert.equal(other.status, 201, JSON.stringify(other.body))
+
+        assert.equal((await first).status, 400)
+        // Nothing of the provider's is under way any more: it is measured afresh.
+        const retried = await postCreate(server.port, agent, attacker, menuOf(images, 'after-the-wait', 50))
+        assert.equal(retried.status, 201, JSON.stringify(retried.body))
       })
 
       test("creates beyond a provider's waiting bound get 429 with Retry-After; other providers are not refused", { timeout: 60_000 }, async () => {

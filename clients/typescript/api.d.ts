@@ -1129,7 +1129,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1260,7 +1260,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1547,7 +1547,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1756,7 +1756,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1894,7 +1894,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2044,7 +2044,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2155,7 +2155,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2243,7 +2243,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2400,7 +2400,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2518,7 +2518,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2634,7 +2634,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2752,7 +2752,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2870,7 +2870,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2994,7 +2994,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3130,7 +3130,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, your creates already wait on IMAGE_QUEUE_PER_PROVIDER images to be checked and this one would go over (nothing is fetched or stored). Retry after Retry-After seconds. */
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

@@ -1,4 +1,4 @@
-// The service's request schemas, put in the bundle by console/build.ts from src/ (see validate.ts).
+// Validators of the service's request schemas, generated into the bundle by console/build.ts (see validate.ts).
 declare module 'schema:*' {
   const schema: import('./validate').Schema
   export default schema

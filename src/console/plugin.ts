@@ -1,4 +1,5 @@
 import { fastifyCookie } from '@fastify/cookie'
+import fastifyStatic from '@fastify/static'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import { Type } from 'typebox'
@@ -6,10 +7,9 @@ import type { Clock } from '../clock.js'
 import type { Config } from '../config.js'
 import type { Database } from '../db/connection.js'
 import { Problem, sendProblem } from '../errors.js'
-import { negotiatedEncoding } from '../http/compression.js'
 import { overHttpsRule } from '../http/over-https.js'
 import { unauthorized } from '../providers/authenticate.js'
-import { loadAssets, type ConsoleAssets } from './assets.js'
+import { ASSETS_DIR, readManifest } from './assets.js'
 import { hasCsrfProof, PROVIDER_HEADER, SessionCookie } from './cookie.js'
 import { consolePage, preferredLanguage } from './page.js'
 import { setSecurityHeaders } from './security-headers.js'
@@ -21,11 +21,7 @@ export interface ConsoleOptions {
   config: Pick<Config, 'PUBLIC_BASE_URL' | 'TRUST_PROXY' | 'CONSOLE_SESSION_MAX_HOURS'>
   /** The public routes' limit by client address, for the routes that take a credential without a session. */
   publicLimit?: onRequestAsyncHookHandler
-  /** The built files; tests may pass their own. Default: read from dist/console/assets. */
-  assets?: ConsoleAssets
 }
-
-const IMMUTABLE = 'public, max-age=31536000, immutable'
 
 const Credential = Type.String({ maxLength: 200 })
 
@@ -53,7 +49,7 @@ async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Pro
   const sessions = new ConsoleSessions(options.database, options.config)
   const overHttps = overHttpsRule(options.config)
   const cookie = new SessionCookie(overHttps)
-  const assets = options.assets ?? loadAssets()
+  const manifest = readManifest()
   const { clock } = options
   const publicLimit = options.publicLimit ? [options.publicLimit] : []
 
@@ -92,17 +88,28 @@ async function consolePlugin(app: FastifyInstance, options: ConsoleOptions): Pro
           .type('text/html; charset=utf-8')
           .header('cache-control', 'no-cache')
           .header('vary', 'accept-language')
-          .send(consolePage(assets.manifest, preferredLanguage(request.headers['accept-language'])))
+          .send(consolePage(manifest, preferredLanguage(request.headers['accept-language'])))
       routes.get('', { schema: { hide: true } }, page)
       routes.get('/*', { schema: { hide: true } }, page)
 
-      routes.get<{ Params: { file: string } }>('/assets/:file', { schema: { hide: true } }, async (request, reply) => {
-        const asset = assets.files.get(request.params.file)
-        if (!asset) throw new Problem('not-found', 'no such console asset')
-        const encoding = negotiatedEncoding(request)
-        reply.type(asset.type).header('cache-control', IMMUTABLE).header('vary', 'accept-encoding')
-        if (encoding) reply.header('content-encoding', encoding)
-        return reply.send(encoding ? asset[encoding] : asset.identity)
+      // Fingerprinted: cached for a year, never revalidated. Only the build's files, as built (with their .br and
+      // .gz); anything else is 404.
+      const built = new Set(manifest?.files.map((name) => `/${name}`))
+      await routes.register(async (assets) => {
+        // mime@3, which @fastify/send reads, still gives JavaScript its obsolete type (RFC 9239).
+        assets.addHook('onSend', async (_request, reply) => {
+          if (String(reply.getHeader('content-type')).startsWith('application/javascript')) reply.type('text/javascript; charset=utf-8')
+        })
+        await assets.register(fastifyStatic, {
+          root: ASSETS_DIR,
+          prefix: '/assets/',
+          decorateReply: false,
+          index: false,
+          preCompressed: true,
+          maxAge: '365d',
+          immutable: true,
+          allowedPath: (path) => built.has(path),
+        })
       })
 
       // The session routes: the anti-CSRF header is required on each, so a cross-site page can neither sign a

@@ -1,9 +1,8 @@
 import zlib from 'node:zlib'
 import compress from '@fastify/compress'
-import { negotiate } from '@fastify/accept-negotiator'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 
-/* @fastify/compress covers only routes registered after it; the console's prebuilt assets go by negotiatedEncoding. */
+/* @fastify/compress covers only routes registered after it; the console's prebuilt assets are @fastify/static's. */
 
 const COMPRESSION_THRESHOLD_BYTES = 1024
 /** Brotli first when the client accepts both equally: it is the smaller. */
@@ -18,7 +17,7 @@ const COMPRESSIBLE = /^(application\/(json|problem\+json|javascript)|text\/)/
 const MAX_ACCEPT_ENCODING_LENGTH = 256
 
 export async function registerCompression(app: FastifyInstance): Promise<void> {
-  // Before the plugin's own hooks, and on the raw headers that both it and negotiatedEncoding read.
+  // Before the plugin's own hooks, and on the raw headers it reads.
   app.addHook('onRequest', (request, _reply, done) => {
     const header = request.raw.headers['accept-encoding']
     if (header !== undefined && header.length > MAX_ACCEPT_ENCODING_LENGTH) delete request.raw.headers['accept-encoding']
@@ -48,12 +47,4 @@ export async function registerCompression(app: FastifyInstance): Promise<void> {
 function atLeastThreshold(payload: unknown): boolean {
   if (typeof payload === 'string') return payload.length >= COMPRESSION_THRESHOLD_BYTES || Buffer.byteLength(payload) >= COMPRESSION_THRESHOLD_BYTES
   return Buffer.isBuffer(payload) && payload.length >= COMPRESSION_THRESHOLD_BYTES
-}
-
-/** The encoding @fastify/compress would choose for this request: br or gzip, or none. */
-export function negotiatedEncoding(request: FastifyRequest): (typeof ENCODINGS)[number] | undefined {
-  const header = request.headers['accept-encoding']
-  if (header === undefined) return undefined
-  // As the plugin reads it: case-insensitive; x-gzip, and `*` (no preference), are gzip.
-  return negotiate(header.toLowerCase().replace(/\*|x-gzip/g, 'gzip'), [...ENCODINGS]) ?? undefined
 }

@@ -28,9 +28,11 @@ listing; a different body with the same \`referenceId\` is \`409\`.
 **Rate limits.** Each provider may send \`RATE_LIMIT_PER_MINUTE\` requests (600 by default) to \`/api/v1\` per
 60-second window; beyond that the answer is \`429\` with \`Retry-After\` (seconds). Responses after authentication
 carry \`RateLimit-Policy\` and \`RateLimit\` (draft-ietf-httpapi-ratelimit-headers): the quota, and what is left of
-it with the seconds until the window resets. A create is also \`429\` when your creates already wait on
-\`IMAGE_QUEUE_PER_PROVIDER\` images (256 by default) to be checked and it would go over; nothing is fetched, and
-its \`Retry-After\` is \`IMAGE_FETCH_TIMEOUT_MS\` in seconds, by when every create waiting has ended.
+it with the seconds until the window resets. A create is also \`429\` when its images would not be checked within
+\`IMAGE_FETCH_TIMEOUT_MS\`, judged by the images your creates already wait on and how long your images take to
+fetch, or when your creates already wait on \`IMAGE_QUEUE_PER_PROVIDER\` images (2048 by default) and it would go
+over; nothing is fetched, and its \`Retry-After\` is \`IMAGE_FETCH_TIMEOUT_MS\` in seconds, by when every create
+waiting has ended.
 
 **Request ids.** Every response carries \`X-Request-Id\`: the one you sent (1–128 visible ASCII characters), or a
 generated one.`

@@ -1,32 +1,17 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import { _, Ajv, type Code, type ErrorObject, type ValidateFunction } from 'ajv'
 import type { FastifySchemaCompiler } from 'fastify'
 import { Type, type TSchema, type TUnsafe } from 'typebox'
 import { invalidRequest, type ProblemDetail } from '../errors.js'
 import { MAX_ENTITY_TAGS_LENGTH, parseEntityTags } from './conditional.js'
 import { cursorFormat } from '../discovery/cursor.js'
+import { bodyFormats, decimalPlaces, errorPointer, type StringFormat } from './schema-vocabulary.js'
 
 /* Request validation for every route: one strict Ajv (no coercion, unknown fields rejected, every error collected). */
 
-// NUL cannot be stored in PostgreSQL text, and either database would replace a lone surrogate by U+FFFD: both are
-// refused, so that what is stored is what was sent.
-// eslint-disable-next-line no-control-regex -- NUL is what this pattern exists to find.
-export const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u
-
-/** Custom string formats, each with the sentence a provider reads when it fails. */
-const formats: Record<string, { validate: (value: string) => boolean; message: (value: string) => string }> = {
-  text: {
-    validate: (value) => !UNSTORABLE.test(value),
-    message: () => 'must be valid Unicode text without NUL characters',
-  },
-  'display-name': {
-    validate: (value) => /\S/u.test(value) && !UNSTORABLE.test(value),
-    message: (value) => (/\S/u.test(value) ? 'must be valid Unicode text without NUL characters' : 'must contain a non-whitespace character'),
-  },
+/** Every custom format a schema may name: those of bodies, and the server's own for queries and headers. */
+const formats: Record<string, StringFormat> = {
+  ...bodyFormats,
   'discovery-cursor': cursorFormat,
-  'http-url': {
-    validate: isHttpUrl,
-    message: () => 'must be an absolute http or https URL without a user name or password',
-  },
   'entity-tags': {
     validate: (value) => parseEntityTags(value) !== undefined,
     message: (value) =>
@@ -36,67 +21,55 @@ const formats: Record<string, { validate: (value: string) => boolean; message: (
   },
 }
 
-function isHttpUrl(value: string): boolean {
-  // Parsed once, not URL.canParse and again: image URLs are a create's costliest format checks.
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    return false
-  }
-  // Credentials would be sent to whoever the URL points at.
-  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && url.username === '' && url.password === ''
-}
-
-/** Decimal places of a number as JavaScript prints it (its shortest round-trip form). */
-export function decimalPlaces(value: number): number {
-  if (Number.isInteger(value)) return 0
-  const text = String(value)
-  if (!text.includes('e')) return text.length - text.indexOf('.') - 1
-  const [mantissa = '', exponent = '0'] = text.split('e')
-  const fraction = mantissa.split('.')[1] ?? ''
-  return Math.max(0, fraction.length - Number(exponent))
-}
-
-/** `multipleOf`, exact for powers of ten: Ajv's divides in floating point and refuses 19.99 as a multiple of 0.001. */
-function addExactMultipleOf(ajv: Ajv): void {
+/**
+ * `multipleOf`, exact for powers of ten: Ajv's divides in floating point and refuses 19.99 as a multiple of 0.001.
+ * Written as code, so that generated validators (`vocabulary`) can name the function they call.
+ */
+function addExactMultipleOf(ajv: Ajv, vocabulary: Code | undefined): void {
   ajv.removeKeyword('multipleOf')
   ajv.addKeyword({
     keyword: 'multipleOf',
     type: 'number',
     schemaType: 'number',
-    compile(step: number) {
+    code(cxt) {
+      const step = cxt.schema as number
       const places = decimalPlaces(step)
       if (step !== 10 ** -places) throw new Error(`multipleOf supports powers of ten only, not ${step}`)
-      return (value: number) => decimalPlaces(value) <= places
+      const count = cxt.gen.scopeValue('func', { ref: decimalPlaces, code: vocabulary && _`${vocabulary}.decimalPlaces` })
+      cxt.fail(_`${count}(${cxt.data}) > ${places}`)
     },
-    error: { message: (cxt) => `must have at most ${decimalPlaces(cxt.schema as number)} decimal places` },
+    error: {
+      message: (cxt) => `must have at most ${decimalPlaces(cxt.schema as number)} decimal places`,
+      params: (cxt) => _`{limit: ${decimalPlaces(cxt.schema as number)}}`,
+    },
   })
 }
 
-export function createAjv(): Ajv {
+/**
+ * The one strict Ajv (no coercion, unknown fields rejected, every error collected). For the console's generated
+ * validators, `generated.vocabulary` is how their code imports schema-vocabulary.ts: they fill in no defaults, so
+ * what is checked is what is sent.
+ */
+export function createAjv(generated?: { vocabulary: Code }): Ajv {
   const ajv = new Ajv({
     allErrors: true,
-    useDefaults: true,
+    useDefaults: !generated,
     coerceTypes: false,
     removeAdditional: false,
-    verbose: true,
+    verbose: !generated,
     strict: true,
+    ...(generated && { code: { source: true, esm: true, formats: _`${generated.vocabulary}.bodyFormats` } }),
   })
   for (const [name, format] of Object.entries(formats)) {
     ajv.addFormat(name, { type: 'string', validate: format.validate })
   }
-  addExactMultipleOf(ajv)
+  addExactMultipleOf(ajv, generated?.vocabulary)
   return ajv
 }
 
 /** A schema typed as validation leaves the value: with every `default` filled in, which TypeBox's Static cannot see. */
 export function defaultsFilled<Filled>(schema: TSchema): TUnsafe<Filled> {
   return Type.Unsafe<Filled>(schema)
-}
-
-function escapePointerToken(token: string): string {
-  return token.replace(/~/g, '~0').replace(/\//g, '~1')
 }
 
 const typeNames: Record<string, string> = {
@@ -111,11 +84,10 @@ const typeNames: Record<string, string> = {
 /** One Ajv error as the place it concerns (a JSON Pointer) and a sentence about it. */
 function describe(error: ErrorObject, field: string): { path: string; detail: string } {
   const params = error.params as Record<string, unknown>
-  if (error.keyword === 'required') return { path: `${error.instancePath}/${escapePointerToken(String(params.missingProperty))}`, detail: 'is required' }
-  if (error.keyword === 'additionalProperties') {
-    return { path: `${error.instancePath}/${escapePointerToken(String(params.additionalProperty))}`, detail: `is not an accepted ${field}` }
-  }
-  return { path: error.instancePath, detail: detailOf(error, params) }
+  const path = errorPointer(error)
+  if (error.keyword === 'required') return { path, detail: 'is required' }
+  if (error.keyword === 'additionalProperties') return { path, detail: `is not an accepted ${field}` }
+  return { path, detail: detailOf(error, params) }
 }
 
 function detailOf(error: ErrorObject, params: Record<string, unknown>): string {

@@ -1,14 +1,15 @@
+import { LRUCache } from 'lru-cache'
 import { Agent, request, type Dispatcher } from 'undici'
 import { systemClock, type Clock } from '../clock.js'
+import { abortAfter } from '../abort-after.js'
 import { Problem } from '../errors.js'
 import type { AddressPolicy } from './address-policy.js'
 import type { ImageCheck, ImageRef } from './check.js'
 import { describeConnectionError, guardedConnector, refusedHostDetail, systemResolver, type Resolver } from './guarded-connector.js'
 import { ACCEPTED_FORMATS, describeContent, sniffImageFormat, SNIFF_BYTES, type ImageFormat } from './sniff.js'
 import { FairSlots } from './fair-slots.js'
-import { ProviderBacklog } from './provider-backlog.js'
+import { ProviderBacklog, type Refusal } from './provider-backlog.js'
 import { SharedProbe } from './shared-probe.js'
-import { TtlCache } from '../ttl-cache.js'
 
 export type ProbeFailureType = 'image-unavailable' | 'image-too-large' | 'unsupported-image-format'
 
@@ -42,7 +43,7 @@ export interface ImageProberOptions {
   perRequestConcurrency?: number
   /** Shared fairly between providers. */
   processConcurrency?: number
-  /** IMAGE_QUEUE_PER_PROVIDER; none: no bound. */
+  /** IMAGE_QUEUE_PER_PROVIDER, a bound on top of the budget's; none: the budget's only. */
   queuePerProvider?: number
   observer?: ProbeObserver
   /** For the service's log: which way a host was refused, which the caller is not told. */
@@ -69,27 +70,6 @@ class ProbeFailure extends Error {
 }
 
 const unavailable = (detail: string) => new ProbeFailure('image-unavailable', detail)
-
-/** Aborts after `ms`, or when `also` does. Not AbortSignal.timeout: under AbortSignal.any, Node 20 may collect it before it fires. */
-function abortAfter(ms: number, also?: AbortSignal): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {
-  const controller = new AbortController()
-  let timedOut = false
-  const timer = setTimeout(() => {
-    timedOut = true
-    controller.abort()
-  }, ms)
-  const onAbort = () => controller.abort()
-  if (also?.aborted) controller.abort()
-  else also?.addEventListener('abort', onAbort, { once: true })
-  return {
-    signal: controller.signal,
-    timedOut: () => timedOut,
-    dispose() {
-      clearTimeout(timer)
-      also?.removeEventListener('abort', onAbort)
-    },
-  }
-}
 
 /** Stops a body we will not read further; the listener keeps the abort's error from crashing the process. */
 function discard(body: Dispatcher.ResponseData['body']): void {
@@ -119,19 +99,26 @@ export class ImageProber {
   readonly #agent: Agent
   readonly #processSlots: FairSlots
   readonly #backlog: ProviderBacklog
-  readonly #cache = new TtlCache<ProbeResult & { ok: true }>(CACHE_ENTRIES, CACHE_TTL_MS)
+  readonly #cache: LRUCache<string, ProbeResult & { ok: true }>
   /** Probes under way or waiting for a slot, so concurrent creates naming one URL share one fetch. */
   readonly #inFlight = new Map<string, SharedProbe>()
   #checks = 0
 
   constructor(options: ImageProberOptions) {
     this.#options = { ...options, clock: options.clock ?? systemClock, perRequestConcurrency: options.perRequestConcurrency ?? 8 }
+    // Entries dated by the injected clock, read afresh each time (ttlResolution 0: no timer per read).
+    this.#cache = new LRUCache({ max: CACHE_ENTRIES, ttl: CACHE_TTL_MS, ttlResolution: 0, perf: { now: this.#options.clock } })
     this.#agent = new Agent({
       connect: guardedConnector(options.policy, options.resolve ?? systemResolver),
       keepAliveTimeout: 4000,
     })
     this.#processSlots = new FairSlots(options.processConcurrency ?? 64)
-    this.#backlog = new ProviderBacklog(options.queuePerProvider ?? Infinity)
+    this.#backlog = new ProviderBacklog({
+      budgetMs: options.timeoutMs,
+      limit: options.queuePerProvider ?? Infinity,
+      slotsPerProvider: this.#processSlots.perOwner,
+      perCreate: this.#options.perRequestConcurrency,
+    })
   }
 
   /**
@@ -141,10 +128,10 @@ export class ImageProber {
   readonly check: ImageCheck = async (images, options = { provider: '' }) => {
     if (this.#allCached(images)) return
     const { provider, signal } = options
-    const now = this.#options.clock()
     const urls = [...new Set(images.map(({ url }) => url))]
-    const waiting = urls.filter((url) => !this.#cache.get(url, now)).length
-    if (!this.#backlog.tryAdd(provider, waiting)) throw this.#backlogFull(provider)
+    const waiting = urls.filter((url) => !this.#cache.get(url)).length
+    const refusal = this.#backlog.tryAdd(provider, waiting)
+    if (refusal) throw this.#refused(refusal)
     const deadline = abortAfter(this.#options.timeoutMs, signal)
     const joined: Array<() => void> = []
     this.#checks += 1
@@ -205,23 +192,22 @@ export class ImageProber {
     })
   }
 
-  #backlogFull(provider: string): Problem {
+  #refused(refusal: Refusal): Problem {
     // Every check under way ends by its deadline, so by then the provider's backlog is empty.
     const seconds = Math.max(1, Math.ceil(this.#options.timeoutMs / 1000))
-    return new Problem(
-      'rate-limited',
-      `your creates already wait on ${this.#backlog.waitingOf(provider)} images to be checked, and at most ` +
-        `${this.#backlog.limit} may wait at once; retry after ${seconds} seconds`,
-      { headers: { 'retry-after': String(seconds) } },
-    )
+    const why =
+      refusal.reason === 'limit'
+        ? `your creates already wait on ${refusal.waiting} images to be checked, and at most ${refusal.limit} may wait at once`
+        : `your images take about ${Math.round(refusal.perImageMs)} ms each to check and ${refusal.checks} of your creates already wait on theirs: ` +
+          `these ${refusal.images}, about ${Math.floor(refusal.atOnce)} at a time, would not be checked within ${this.#options.timeoutMs} ms`
+    return new Problem('rate-limited', `${why}; retry after ${seconds} seconds`, { headers: { 'retry-after': String(seconds) } })
   }
 
   /** Whether every image was accepted recently (a provider's usual images): answered without a probe, slot or promise per image. */
   #allCached(images: ImageRef[]): boolean {
-    const now = this.#options.clock()
     const distinct = new Set<string>()
     for (const { url } of images) {
-      if (!this.#cache.get(url, now)) return false
+      if (!this.#cache.get(url)) return false
       distinct.add(url)
     }
     this.#options.observer?.reused('cache', distinct.size)
@@ -235,7 +221,7 @@ export class ImageProber {
 
   /** A verdict on `url`: from the cache, the probe under way, or a new probe in `provider`'s line. leave() when no longer waiting. */
   #join(url: string, provider: string): { result: Promise<ProbeResult>; leave: () => void } {
-    const cached = this.#cache.get(url, this.#options.clock())
+    const cached = this.#cache.get(url)
     if (cached) {
       this.#options.observer?.reused('cache')
       return { result: Promise.resolve(cached), leave: () => {} }
@@ -244,7 +230,10 @@ export class ImageProber {
     if (probe) {
       this.#options.observer?.reused('in-flight')
     } else {
-      const started = (probe = new SharedProbe(this.#processSlots, (cancelled) => this.#timedProbe(url, cancelled)))
+      const started = (probe = new SharedProbe(this.#processSlots, (cancelled, slotOwner) => {
+        const ended = this.#backlog.fetchStarted(slotOwner)
+        return this.#timedProbe(url, cancelled).finally(ended)
+      }))
       this.#inFlight.set(url, started)
       void started.result.then(() => this.#forget(url, started))
     }
@@ -278,7 +267,7 @@ export class ImageProber {
     const budget = abortAfter(this.#options.timeoutMs, cancelled)
     try {
       const result = await this.#judge(new URL(url), budget.signal)
-      this.#cache.set(url, result, this.#options.clock())
+      this.#cache.set(url, result)
       return result
     } catch (error) {
       if (error instanceof ProbeFailure) return { ok: false, type: error.type, detail: error.detail }

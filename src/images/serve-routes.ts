@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { LRUCache } from 'lru-cache'
 import { Type } from 'typebox'
 import { Problem } from '../errors.js'
 import { notModified } from '../http/conditional.js'
 import { notModifiedResponse } from '../http/openapi.js'
 import type { Clock } from '../clock.js'
-import { TtlCache } from '../ttl-cache.js'
 import type { ImageStore, StoredImage } from './image-store.js'
 import { parseImageFileName } from './uploads.js'
 
@@ -37,12 +37,12 @@ const CACHE_TTL_MS = 60_000
 
 /** GET and HEAD /images/{file}: uploaded images, public, from the store or, when small and asked recently, from memory. */
 export const serveImageRoutes: FastifyPluginAsyncTypebox<{ store: ImageStore; clock: Clock }> = async (app, { store, clock }) => {
-  const recent = new TtlCache<Buffer>(CACHE_ENTRIES, CACHE_TTL_MS)
+  const recent = new LRUCache<string, Buffer>({ max: CACHE_ENTRIES, ttl: CACHE_TTL_MS, ttlResolution: 0, perf: { now: clock } })
   const read = async (file: string): Promise<StoredImage | undefined> => {
-    const cached = recent.get(file, clock())
+    const cached = recent.get(file)
     if (cached) return { body: cached, bytes: cached.length }
     const stored = await store.get(file)
-    if (stored && Buffer.isBuffer(stored.body) && stored.bytes <= CACHED_BYTES) recent.set(file, stored.body, clock())
+    if (stored && Buffer.isBuffer(stored.body) && stored.bytes <= CACHED_BYTES) recent.set(file, stored.body)
     return stored
   }
   const schema = {
@@ -80,7 +80,7 @@ export const serveImageRoutes: FastifyPluginAsyncTypebox<{ store: ImageStore; cl
         const conditional = notModified(request.headers['if-none-match'], etag)
         const found =
           conditional || request.method === 'HEAD'
-            ? (recent.get(request.params.file, clock())?.length ?? (await store.size(request.params.file)))
+            ? (recent.get(request.params.file)?.length ?? (await store.size(request.params.file)))
             : await read(request.params.file)
         if (found === undefined) throw missing()
         reply.headers(IMAGE_HEADERS).header('etag', etag).type(`image/${image.format}`)

@@ -26,8 +26,8 @@ export class SharedProbe {
 
   constructor(
     private readonly slots: FairSlots,
-    /** Fetches and judges; `cancelled` aborts when no one waits any more. */
-    private readonly run: (cancelled: AbortSignal) => Promise<ProbeResult>,
+    /** Fetches and judges on a slot of `slotOwner`; `cancelled` aborts when no one waits any more. */
+    private readonly run: (cancelled: AbortSignal, slotOwner: string) => Promise<ProbeResult>,
   ) {
     this.result = new Promise((resolve) => (this.#resolve = resolve))
   }
@@ -58,7 +58,7 @@ export class SharedProbe {
     this.#slot = place
     this.#places.delete(provider)
     this.#leaveLines()
-    void this.run(this.#cancel.signal).then((verdict) => this.#finish(verdict))
+    void this.run(this.#cancel.signal, provider).then((verdict) => this.#finish(verdict))
   }
 
   #finish(verdict: ProbeResult): void {

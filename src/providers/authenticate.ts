@@ -1,7 +1,7 @@
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import { LRUCache } from 'lru-cache'
 import type { Clock } from '../clock.js'
 import { Problem } from '../errors.js'
-import { TtlCache } from '../ttl-cache.js'
 import type { Principal, Provider, ProviderRepository } from './repository.js'
 import { hashToken, isWellFormedToken } from './tokens.js'
 
@@ -52,7 +52,8 @@ const forbidden = (wanted: PrincipalKind, got: PrincipalKind) => new Problem('fo
  */
 export function authenticate(providers: ProviderRepository, clock: Clock): onRequestAsyncHookHandler {
   // Valid tokens only, keyed by hash: a token issued a moment ago works at once, and unknown tokens cannot fill the cache.
-  const valid = new TtlCache<Principal>(TOKEN_CACHE_ENTRIES, TOKEN_CACHE_TTL_MS)
+  // Dated by the injected clock, read afresh each time (ttlResolution 0: no timer per read).
+  const valid = new LRUCache<string, Principal>({ max: TOKEN_CACHE_ENTRIES, ttl: TOKEN_CACHE_TTL_MS, ttlResolution: 0, perf: { now: clock } })
   async function principalOfBearer(request: FastifyRequest): Promise<Principal> {
     const header = request.headers.authorization
     if (header === undefined || header === '') {
@@ -63,11 +64,11 @@ export function authenticate(providers: ProviderRepository, clock: Clock): onReq
       throw unauthorized('the Authorization header must be "Bearer lst_…"', true)
     }
     const hash = hashToken(token)
-    let principal = valid.get(hash, clock())
+    let principal = valid.get(hash)
     if (!principal) {
       principal = await providers.findPrincipalByTokenHash(hash)
       if (!principal) throw unauthorized('the token is unknown or has been revoked', true)
-      valid.set(hash, principal, clock())
+      valid.set(hash, principal)
     }
     return principal
   }

@@ -1,4 +1,5 @@
 import { Agent, request, type Dispatcher } from 'undici'
+import { abortAfter } from '../abort-after.js'
 import type { AddressPolicy } from '../images/address-policy.js'
 import { describeConnectionError, guardedConnector, refusedHostDetail, systemResolver } from '../images/guarded-connector.js'
 
@@ -39,16 +40,19 @@ export class WebhookSender {
 
   async send(url: string, headers: Record<string, string>, body: string, cancel: AbortSignal): Promise<SendResult> {
     const started = performance.now()
-    const timeout = AbortSignal.timeout(this.#timeoutMs)
+    const timeout = abortAfter(this.#timeoutMs, cancel)
     const elapsed = () => Math.round(performance.now() - started)
     let response: Dispatcher.ResponseData
     try {
-      response = await request(url, { method: 'POST', headers, body, dispatcher: this.#agent, signal: AbortSignal.any([timeout, cancel]) })
+      response = await request(url, { method: 'POST', headers, body, dispatcher: this.#agent, signal: timeout.signal })
     } catch (error) {
       const durationMs = elapsed()
       if (cancel.aborted) return { succeeded: false, responseStatus: null, error: null, durationMs, cancelled: true }
-      const why = timeout.aborted ? `no answer within ${this.#timeoutMs} ms` : (describeConnectionError(error) ?? 'the request failed')
+      const why = timeout.timedOut() ? `no answer within ${this.#timeoutMs} ms` : (describeConnectionError(error) ?? 'the request failed')
       return { succeeded: false, responseStatus: null, error: why, logDetail: refusedHostDetail(error), durationMs, cancelled: false }
+    } finally {
+      // What is left of the answer is bounded by the agent's body timeout.
+      timeout.dispose()
     }
     const durationMs = elapsed()
     // The listener keeps an abort's error from crashing the process.
