@@ -165,7 +165,7 @@ export const ConfigSchema = Type.Object(
         pattern: '^https?://[^/?#]+/?$',
         description:
           'the address browsers reach the service at (`https://listings.example.com`, no path), used in the console ' +
-          "sign-in links `console-link` prints and in the urls of uploaded images; unset: `http://HOST:PORT`. An `https` " +
+          'sign-in links `console-link` prints and in the urls of uploaded images; unset: `http://HOST:PORT`. An `https` ' +
           "address also makes the console's cookie `Secure` and `__Host-` named, and its answers carry HSTS",
       }),
     ),
