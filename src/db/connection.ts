@@ -222,7 +222,7 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
       const kysely = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }), log })
       // No query timeout to lift: better-sqlite3 runs each statement synchronously to its end.
       // An in-memory database exists on this connection only: it is written here too.
-      const thread = target.path === ':memory:' ? undefined : new SqliteWriter(target.path, log)
+      const thread = target.path === ':memory:' ? undefined : new SqliteWriter(target.path, log, options.observeQuery)
       const writer = thread?.kysely ?? kysely
       const transact: Transact = thread ? (fn, ...args) => thread.transact(fn, ...args) : inTransaction(kysely)
       return {

@@ -1,6 +1,16 @@
 import { siblingModule, ThreadRequests } from '../start-worker.js'
+import type { QueryOperation } from './query-operation.js'
 
 export type WriterRequest = { type: 'run'; sql: string; parameters: readonly unknown[] } | { type: 'transact'; name: string; args: readonly unknown[] }
+
+/** A query the thread ran, and how long it took in seconds. */
+export type TimedQuery = [QueryOperation, number]
+
+/** A whole transaction's answer: its result, and its queries for the service's metrics. */
+export interface TransactAnswer {
+  result: unknown
+  queries: TimedQuery[]
+}
 
 /** A single statement's answer from the thread. */
 export interface StatementResult {
@@ -23,8 +33,8 @@ export class SqliteWriterThread {
   }
 
   /** A write transaction of write-transactions.ts by its name, run whole on the thread. */
-  transact(name: string, args: readonly unknown[]): Promise<unknown> {
-    return this.#thread.ask({ type: 'transact', name, args })
+  transact(name: string, args: readonly unknown[]): Promise<TransactAnswer> {
+    return this.#thread.ask({ type: 'transact', name, args }) as Promise<TransactAnswer>
   }
 
   close(): Promise<void> {

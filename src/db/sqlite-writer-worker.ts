@@ -6,12 +6,18 @@ import type { Settled } from '../trailing-batches.js'
 import { openSqliteConnection } from './sqlite-connection.js'
 import { withStatementCache } from './sqlite-statements.js'
 import type { Tables } from './tables.js'
-import type { WriterRequest } from './sqlite-writer-thread.js'
+import { queryOperation } from './query-operation.js'
+import type { TimedQuery, TransactAnswer, WriterRequest } from './sqlite-writer-thread.js'
 import { writeTransactions, type WriteTransactionName } from './write-transactions.js'
 
 if (!parentPort) throw new Error('sqlite-writer-worker runs as a worker thread')
 const statements = withStatementCache(openSqliteConnection((workerData as { path: string }).path))
-const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: statements }) })
+/** The queries of the transaction running now, each with how long it took: sent back for the service's metrics. */
+let queries: TimedQuery[] = []
+const db = new Kysely<Tables>({
+  dialect: new SqliteDialect({ database: statements }),
+  log: (event) => void queries.push([queryOperation(event.query), event.queryDurationMillis / 1000]),
+})
 
 type Run = (tx: unknown, ...args: unknown[]) => Promise<unknown>
 
@@ -63,10 +69,12 @@ async function commitTogether(group: WriterRequest[]): Promise<Array<Settled<unk
   }
 }
 
-function writeIn(tx: ControlledTransaction<Tables, ['write']>, request: WriterRequest): Promise<unknown> | ReturnType<typeof runStatement> {
+async function writeIn(tx: ControlledTransaction<Tables, ['write']>, request: WriterRequest): Promise<unknown> {
   if (request.type === 'run') return runStatement(request.sql, request.parameters as unknown[])
   const run = writeTransactions[request.name as WriteTransactionName] as Run
-  return run(tx, ...(request.args as unknown[]))
+  queries = []
+  const result = await run(tx, ...(request.args as unknown[]))
+  return { result, queries } satisfies TransactAnswer
 }
 
 serveRequests(

@@ -10,6 +10,7 @@ import {
   type QueryResult,
 } from 'kysely'
 import { SqliteWriterThread } from './sqlite-writer-thread.js'
+import type { QueryOperation } from './query-operation.js'
 import type { Tables } from './tables.js'
 import type { WriteTransaction } from './write-transaction.js'
 
@@ -61,7 +62,12 @@ export class SqliteWriter {
   readonly kysely: Kysely<Tables>
   #names?: Promise<Map<unknown, string>>
 
-  constructor(path: string, log: KyselyConfig['log']) {
+  constructor(
+    path: string,
+    log: KyselyConfig['log'],
+    /** Told each query a transaction ran on the thread (the thread's own statements are timed there). */
+    private readonly observe?: (operation: QueryOperation, seconds: number) => void,
+  ) {
     const thread = (this.#thread = new SqliteWriterThread(path))
     this.kysely = new Kysely<Tables>({
       dialect: {
@@ -80,7 +86,9 @@ export class SqliteWriter {
     this.#names ??= import('./write-transactions.js').then(({ writeTransactions }) => new Map(Object.entries(writeTransactions).map(([name, f]) => [f, name])))
     const name = (await this.#names).get(fn)
     if (name === undefined) throw new Error(`${fn.name} is not in write-transactions.ts: the SQLite writer thread cannot run it`)
-    return (await this.#thread.transact(name, args)) as R
+    const { result, queries } = await this.#thread.transact(name, args)
+    if (this.observe) for (const [operation, seconds] of queries) this.observe(operation, seconds)
+    return result as R
   }
 
   close(): Promise<void> {
