@@ -5,6 +5,7 @@ import type { ReadYourWrites } from '../db/read-your-writes.js'
 import type { Tables } from '../db/tables.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
 import { siblingModule, ThreadRequests } from '../start-worker.js'
+import { TrailingBatches } from '../trailing-batches.js'
 import { search, type Candidates, type Hit, type SearchQuery } from './search.js'
 import {
   candidateParams,
@@ -74,7 +75,18 @@ export class DiscoveryRepository {
               () => onPrimary(shape, params),
             )
         : onPrimary
-      this.candidates = (area, filter) => query(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
+      // Identical candidate queries in flight share one statement, the next to start after they arrive, as identical
+      // page reads do (ListingRepository): sharers asked the very same thing, so they cannot differ in fate.
+      const same = new TrailingBatches<{ shape: Shape; params: CandidateParams }, CandidateRow[]>(async (requests) => {
+        const { shape, params } = requests[0] as { shape: Shape; params: CandidateParams }
+        const rows = await query(shape, params)
+        return requests.map(() => ({ ok: true, value: rows }))
+      })
+      this.candidates = (area, filter) => {
+        const shape = filter.expiresUntil === null ? 'open' : 'bounded'
+        const params = candidateParams(area, filter)
+        return same.submit(JSON.stringify([shape, params]), { shape, params })
+      }
     }
     const path = database.sqlite?.path
     if (path !== undefined && path !== ':memory:') {

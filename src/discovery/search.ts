@@ -33,7 +33,7 @@ export interface Hit {
 export type Candidates = (area: QueryArea, filter: ActiveFilter) => Promise<CandidateRow[]>
 
 /** The first circle nearest-first asks: a dense city centre holds a page within it. */
-const FIRST_RADIUS_M = 250
+const FIRST_RADIUS_M = 600
 /** The first window of expiry ending-soonest asks, in seconds: short, since a dense city has expiries every second. */
 const FIRST_WINDOW_S = 4
 /** A window holding more rows than this per listing wanted is too long: the filter rarely leaves out 7 in 8. */
