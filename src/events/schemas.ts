@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView, Timestamp } from '../listings/schemas.js'
-import { EventTypes } from './types.js'
+import { EventTypes, ListingEventTypes, ReservationEventTypes } from './types.js'
 
 /** An event is also a webhook delivery's body. */
 
@@ -10,19 +10,46 @@ const closed = { additionalProperties: false } as const
 export const EventType = Type.Enum(EventTypes, {
   description:
     '`listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, ' +
-    '`listing.expired` (recorded within seconds of expiresAtUnix).',
+    '`listing.expired` (recorded within seconds of expiresAtUnix): a provider’s listings. `reservation.held`, ' +
+    '`reservation.confirmed`, `reservation.released`, `reservation.expired`, `reservation.cancelled`: to the ' +
+    'listing’s provider and to the marketplace that made the reservation.',
 })
 named('EventType', EventType)
 
-export const Event = Type.Object(
+/** The reservation right after the change, as the reservation routes answer with it. */
+export const ReservationEventData = Type.Object(
+  { id: Type.String({ pattern: '^rsv_', description: 'The reservation’s id.' }) },
+  { additionalProperties: true, description: 'The reservation right after the change, as the reservation routes answer with it.' },
+)
+named('ReservationEventData', ReservationEventData)
+
+const EventId = Type.String({ description: 'Unique; `webhook-id` of its deliveries; `after` in the feed.', examples: ['evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9'] })
+const CreatedAt = { ...Timestamp, description: 'When the change was committed.' }
+
+export const ListingEvent = Type.Object(
   {
-    id: Type.String({ description: 'Unique; `webhook-id` of its deliveries; `after` in the feed.', examples: ['evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9'] }),
-    type: ref(EventType),
-    createdAt: { ...Timestamp, description: 'When the change was committed.' },
+    id: EventId,
+    type: Type.Enum(ListingEventTypes),
+    createdAt: CreatedAt,
     data: ref(ListingView, { description: 'The listing right after the change; `data.version` orders one listing’s events.' }),
   },
   closed,
 )
+named('ListingEvent', ListingEvent)
+
+export const ReservationEvent = Type.Object(
+  {
+    id: EventId,
+    type: Type.Enum(ReservationEventTypes),
+    createdAt: CreatedAt,
+    data: ref(ReservationEventData, { description: 'The reservation right after the change; `data.version` orders one reservation’s events.' }),
+  },
+  closed,
+)
+named('ReservationEvent', ReservationEvent)
+
+/** Told apart by `type`: a listing's event or a reservation's. */
+export const Event = Type.Union([ref(ListingEvent), ref(ReservationEvent)])
 named('Event', Event)
 export type Event = Static<typeof Event>
 
