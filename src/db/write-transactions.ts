@@ -17,6 +17,7 @@ export const writeTransactions = {
   patchListing,
   withdrawListing,
   expireListings,
+  // Every change calls it last in its own transaction; alone, it records events with no other change.
   recordEvents,
   recordOwnerAttempts,
   pruneOwner,

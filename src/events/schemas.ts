@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox'
+import { Type, type Static, type TSchema } from 'typebox'
 import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView, Timestamp } from '../listings/schemas.js'
 import { EventTypes, ListingEventTypes, ReservationEventTypes } from './types.js'
@@ -23,28 +23,27 @@ export const ReservationEventData = Type.Object(
 )
 named('ReservationEventData', ReservationEventData)
 
-const EventId = Type.String({ description: 'Unique; `webhook-id` of its deliveries; `after` in the feed.', examples: ['evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9'] })
-const CreatedAt = { ...Timestamp, description: 'When the change was committed.' }
+/** An event of one kind: its types, and the schema of its data. */
+const eventOfKind = <Types extends TSchema, Data extends TSchema>(type: Types, data: Data) =>
+  Type.Object(
+    {
+      id: Type.String({ description: 'Unique; `webhook-id` of its deliveries; `after` in the feed.', examples: ['evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9'] }),
+      type,
+      createdAt: { ...Timestamp, description: 'When the change was committed.' },
+      data,
+    },
+    closed,
+  )
 
-export const ListingEvent = Type.Object(
-  {
-    id: EventId,
-    type: Type.Enum(ListingEventTypes),
-    createdAt: CreatedAt,
-    data: ref(ListingView, { description: 'The listing right after the change; `data.version` orders one listing’s events.' }),
-  },
-  closed,
+export const ListingEvent = eventOfKind(
+  Type.Enum(ListingEventTypes, { description: 'A change of one of your listings.' }),
+  ref(ListingView, { description: 'The listing right after the change; `data.version` orders one listing’s events.' }),
 )
 named('ListingEvent', ListingEvent)
 
-export const ReservationEvent = Type.Object(
-  {
-    id: EventId,
-    type: Type.Enum(ReservationEventTypes),
-    createdAt: CreatedAt,
-    data: ref(ReservationEventData, { description: 'The reservation right after the change; `data.version` orders one reservation’s events.' }),
-  },
-  closed,
+export const ReservationEvent = eventOfKind(
+  Type.Enum(ReservationEventTypes, { description: 'A change of a reservation: one on your listings, or one you made.' }),
+  ref(ReservationEventData, { description: 'The reservation right after the change; `data.version` orders one reservation’s events.' }),
 )
 named('ReservationEvent', ReservationEvent)
 

@@ -14,8 +14,8 @@ const description = `Restaurants, bakeries and shops post time-limited discounte
 discount and 1–100 items named in Arabic and English) and page through their own listings.
 
 **Authentication.** Every \`/api/v1\` operation needs \`Authorization: Bearer lst_…\`. A token is printed once
-by \`listing-service provider create\` or \`listing-service token create\` and can be revoked with
-\`listing-service token revoke\`. A missing, malformed, unknown or revoked token is \`401\`.
+by \`listing-service provider create\`, \`listing-service token create\` or \`listing-service marketplace create\`
+and can be revoked with \`listing-service token revoke\`. A missing, malformed, unknown or revoked token is \`401\`.
 
 **Errors.** Every error is \`application/problem+json\` (RFC 9457, the \`Problem\` schema). \`errors[]\` lists
 every problem found, not only the first: \`pointer\` is a JSON Pointer into the request body, \`parameter\` names
