@@ -438,7 +438,7 @@ try {
   const drainStart = performance.now()
   const eventsOf = async () =>
     new Map(
-      (await db.query<{ provider_id: string; n: string }>('select provider_id, count(*) as n from events group by provider_id')).rows.map((r) => [
+      (await db.query<{ provider_id: string; n: string }>('select owner_id as provider_id, count(*) as n from events group by owner_id')).rows.map((r) => [
         r.provider_id,
         Number(r.n),
       ]),
@@ -466,7 +466,7 @@ try {
 
   // ---- what happened, from the database and the receiver ----
 
-  const eventRows = (await db.query<{ id: string; provider_id: string; type: string }>('select id, provider_id, type from events')).rows
+  const eventRows = (await db.query<{ id: string; provider_id: string; type: string }>('select id, owner_id as provider_id, type from events')).rows
   const eventTypes = new Map<string, number>()
   for (const row of eventRows) bump(eventTypes, row.type)
   const receivedTypes = new Map<string, number>()

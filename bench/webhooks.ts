@@ -102,9 +102,9 @@ const owed = async (database: Database, endpointId?: string) => {
 /** Owes `count` deliveries of the provider's newest events to `endpointId`, due now: as if they had piled up. */
 async function pileUp(database: Database, endpointId: string, count: number): Promise<number> {
   const now = Date.now()
-  await sql`insert into webhook_deliveries (id, endpoint_id, event_id, provider_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
-    select ${endpointId} || ':' || e.id, ${endpointId}, e.id, e.provider_id, e.type, 0, ${now}, ${now}
-    from (select id, provider_id, type from events order by created_at_ms desc limit ${count}) as e`.execute(database.kysely)
+  await sql`insert into webhook_deliveries (id, endpoint_id, event_id, owner_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
+    select ${endpointId} || ':' || e.id, ${endpointId}, e.id, e.owner_id, e.type, 0, ${now}, ${now}
+    from (select id, owner_id, type from events order by created_at_ms desc limit ${count}) as e`.execute(database.kysely)
   return owed(database, endpointId)
 }
 

@@ -241,7 +241,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         clock,
         policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       })
-      // The one marketplace route (config.principal); every other is a provider's.
+      // The marketplace route (config.principal); the feed and webhooks serve both kinds, every other route providers.
       const discovery = new DiscoveryRepository(database, reads)
       app.addHook('onClose', () => discovery.close())
       await api.register(discoveryRoutes, {

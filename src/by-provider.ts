@@ -1,6 +1,7 @@
 /**
- * Providers in one order on every instance: work that spans providers goes one transaction per provider, and two
- * instances doing it at once take the providers in the same order, so neither waits on the other in a circle.
+ * Providers (or event streams' owners) in one order on every instance: work that spans providers goes one
+ * transaction per provider, and two instances doing it at once take the providers in the same order, so neither
+ * waits on the other in a circle.
  */
 export function byProvider<Key extends string, Row extends Record<Key, string>>(rows: readonly Row[], key: Key): Array<[string, Row[]]> {
   const grouped = new Map<string, Row[]>()

@@ -113,7 +113,7 @@ await describeEachDialect('a listing and its events agree after concurrent chang
 
     const db = service.database.kysely
     const listings = await db.selectFrom('listings').selectAll().where('provider_id', '=', provider.id).execute()
-    const events = await db.selectFrom('events').selectAll().where('provider_id', '=', provider.id).orderBy('seq').execute()
+    const events = await db.selectFrom('events').selectAll().where('owner_id', '=', provider.id).orderBy('seq').execute()
     const counters = await db.selectFrom('providers').select(['event_count', 'listing_count']).where('id', '=', provider.id).executeTakeFirstOrThrow()
     assert.equal(counters.event_count, events.length)
     assert.deepEqual(

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { disableReason, nextAttemptAt } from '../src/webhooks/deliveries.js'
+import { EventTypes } from '../src/events/types.js'
+import { ALL_EVENTS, maskOf, typesOf } from '../src/webhooks/event-mask.js'
 
 // The rules of webhook retries and of disabling an endpoint (webhooks/deliveries.ts), as plain functions.
 
@@ -22,4 +24,13 @@ test('410 Gone disables at once; otherwise only after failing for the whole peri
   assert.equal(disableReason(true, 1000, 1000, 5 * day), 'the endpoint answered 410 Gone')
   assert.equal(disableReason(false, 0, 5 * day - 1, 5 * day), null)
   assert.match(String(disableReason(false, 0, 5 * day, 5 * day)), /^every attempt since 1970-01-01T00:00:00.000Z has failed$/)
+})
+
+test('an endpoint made without `events` has every bit: it receives every type, also one appended to the list later', () => {
+  assert.deepEqual(typesOf(ALL_EVENTS), [...EventTypes])
+  // The place a 10th and a 31st type would take.
+  for (const place of [EventTypes.length, 30]) assert.notEqual(ALL_EVENTS & (1 << place), 0, String(place))
+  // One made with every type named receives those alone.
+  assert.equal(maskOf(EventTypes) & (1 << EventTypes.length), 0)
+  assert.deepEqual(typesOf(maskOf(['reservation.held', 'listing.created'])), ['listing.created', 'reservation.held'])
 })

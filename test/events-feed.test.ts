@@ -5,8 +5,10 @@ import { pruneEvents } from '../src/events/retention.js'
 import { listingBody } from './fixtures.js'
 import { describeEachDialect, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
+import { marketplaceOwner, providerOwner, recordFor, reservationData, reservationEvent } from './owner-events.js'
 
-// docs/api.md#events: every change commits its event; the feed yields a provider's events once each, in commit order.
+// docs/api.md#events: every change commits its event; the feed yields an owner's events (a provider's or a
+// marketplace's) once each, in commit order.
 
 const feed = (service: TestService, token: string, query = '') => service.request('GET', `/api/v1/events${query}`, { token })
 
@@ -106,14 +108,14 @@ await describeEachDialect('event feed', (service) => {
     assert.equal(await owed(), 2)
     // The log: one attempt as old as the first event, one as recent as the second.
     const attempt = { endpoint_id: endpoint.body.id, event_id: old.id, event_type: 'listing.created', attempt: 1, outcome: 'failed' as const, duration_ms: 1 }
-    const providerId = (
-      await service.database.kysely.selectFrom('webhook_endpoints').select('provider_id').where('id', '=', endpoint.body.id).executeTakeFirstOrThrow()
-    ).provider_id
+    const ownerId = (
+      await service.database.kysely.selectFrom('webhook_endpoints').select('owner_id').where('id', '=', endpoint.body.id).executeTakeFirstOrThrow()
+    ).owner_id
     await service.database.writer
       .insertInto('webhook_attempts')
       .values([
-        { ...attempt, provider_id: providerId, at_ms: Date.parse(old.createdAt), response_status: null, error: null },
-        { ...attempt, provider_id: providerId, at_ms: service.clock(), response_status: null, error: null },
+        { ...attempt, owner_id: ownerId, at_ms: Date.parse(old.createdAt), response_status: null, error: null },
+        { ...attempt, owner_id: ownerId, at_ms: service.clock(), response_status: null, error: null },
       ])
       .execute()
 
@@ -159,6 +161,136 @@ await describeEachDialect('event feed', (service) => {
     assert.deepEqual(
       problem.errors.map((error: any) => error.parameter),
       ['after'],
+    )
+  })
+
+  test('a marketplace reads its own stream: its reservation events in order, data as stored; no one else’s, and no one else reads it', async () => {
+    const provider = await service.newProvider()
+    const marketplace = await service.newMarketplace('Deals App')
+    const other = await service.newMarketplace('Other App')
+    const listingId = (await service.create(provider.token, listingBody())).body.listingId
+    const held = reservationData({ id: marketplace.id, name: 'Deals App' }, provider.id, { listingId })
+    const confirmed = { ...held, status: 'confirmed', version: 2, updatedAt: '2026-11-27T18:01:00.000Z' }
+    // One reservation's change goes to both streams: the provider's first, then the marketplace's.
+    const both = async (event: ReturnType<typeof reservationEvent>) => {
+      await recordFor(service.database, providerOwner(provider.id), service.clock(), [event])
+      await recordFor(service.database, marketplaceOwner(marketplace.id), service.clock(), [event])
+    }
+    await both(reservationEvent('reservation.held', held))
+    service.clock.now += 60_000
+    await both(reservationEvent('reservation.confirmed', confirmed))
+
+    const mine = await readAll(service, marketplace.token)
+    assert.deepEqual(
+      mine.map((event) => [event.type, event.data]),
+      [
+        ['reservation.held', held],
+        ['reservation.confirmed', confirmed],
+      ],
+    )
+    for (const event of mine) assert.match(event.id, /^evt_[0-9A-Z]{26}$/)
+    assert.equal(mine[1].createdAt, new Date(service.clock()).toISOString())
+    // The provider's stream holds its listing's event and the same reservation events, as events of its own.
+    const providers = await readAll(service, provider.token)
+    assert.deepEqual(
+      providers.map((event) => [event.type, event.data.id]),
+      [
+        ['listing.created', listingId],
+        ['reservation.held', held.id],
+        ['reservation.confirmed', held.id],
+      ],
+    )
+    assert.deepEqual(providers[2].data, confirmed)
+    assert.equal(new Set([...mine, ...providers].map((event) => event.id)).size, 5)
+    // Another marketplace's stream is its own: empty. Nobody's cursor works in another's stream.
+    assert.deepEqual((await feed(service, other.token)).body, { data: [], nextCursor: null })
+    for (const [token, foreign] of [
+      [other.token, mine[0].id],
+      [provider.token, mine[0].id],
+      [marketplace.token, providers[0].id],
+    ]) {
+      const problem = assertProblem(await feed(service, token, `?after=${foreign}`), 400, 'invalid-request')
+      assert.deepEqual(
+        problem.errors.map((error: any) => error.parameter),
+        ['after'],
+      )
+    }
+    const counter = await service.database.kysely.selectFrom('marketplaces').select('event_count').where('id', '=', marketplace.id).executeTakeFirstOrThrow()
+    assert.equal(counter.event_count, 2)
+  })
+
+  test('a marketplace’s stream is exact under concurrent writers: a reader polling throughout sees every event once, in seq order', async () => {
+    const provider = await service.newProvider()
+    const marketplace = await service.newMarketplace()
+    const reservations = Array.from({ length: 6 }, () => reservationData({ id: marketplace.id, name: 'marketplace' }, provider.id))
+    let writing = true
+    const seen: any[] = []
+    const reader = (async () => {
+      let after: string | undefined
+      while (writing || after === undefined) {
+        const page = await feed(service, marketplace.token, after ? `?after=${after}&limit=7` : '?limit=7')
+        assert.equal(page.status, 200, page.text)
+        seen.push(...page.body.data)
+        after = page.body.nextCursor ?? after
+        if (!writing && after !== undefined) break
+      }
+      return after
+    })()
+    // Each reservation's changes in order, two events a transaction; the reservations at once, so their
+    // transactions commit in some order.
+    await Promise.all(
+      reservations.map(async (held) => {
+        for (let version = 1; version <= 6; version += 2) {
+          const events = [version, version + 1].map((v) => reservationEvent('reservation.held', { ...held, version: v }))
+          await recordFor(service.database, marketplaceOwner(marketplace.id), service.clock(), events)
+        }
+      }),
+    )
+    writing = false
+    seen.push(...(await readAll(service, marketplace.token, await reader)))
+    const all = await readAll(service, marketplace.token)
+    assert.equal(all.length, 6 * 6)
+    assert.deepEqual(
+      seen.map((event) => event.id),
+      all.map((event) => event.id),
+    )
+    const versions = new Map<string, number>()
+    for (const event of all) {
+      assert.equal(event.data.version, (versions.get(event.data.id) ?? 0) + 1, `${event.data.id}: version ${event.data.version}`)
+      versions.set(event.data.id, event.data.version)
+    }
+  })
+
+  test('events of an owner that does not exist are refused, and nothing is written', async () => {
+    const data = reservationData({ id: 'mkt_none', name: 'none' }, 'prv_none')
+    const count = async () =>
+      Number(
+        (
+          await service.database.kysely
+            .selectFrom('events')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      )
+    const before = await count()
+    for (const owner of [marketplaceOwner('mkt_none'), providerOwner('prv_none')]) {
+      await assert.rejects(recordFor(service.database, owner, service.clock(), [reservationEvent('reservation.held', data)]), /does not exist/)
+    }
+    assert.equal(await count(), before)
+  })
+
+  test('retention removes a marketplace’s old events as it does a provider’s', async () => {
+    const provider = await service.newProvider()
+    const marketplace = await service.newMarketplace()
+    const data = reservationData({ id: marketplace.id, name: 'marketplace' }, provider.id)
+    await recordFor(service.database, marketplaceOwner(marketplace.id), service.clock(), [reservationEvent('reservation.held', data)])
+    const dayMs = 24 * 3600 * 1000
+    service.clock.now += service.config.EVENT_RETENTION_DAYS * dayMs + 1
+    await recordFor(service.database, marketplaceOwner(marketplace.id), service.clock(), [reservationEvent('reservation.released', { ...data, version: 2 })])
+    await pruneEvents(jobDatabase(service.database), { beforeMs: service.clock() - service.config.EVENT_RETENTION_DAYS * dayMs, limit: 1000 })
+    assert.deepEqual(
+      (await readAll(service, marketplace.token)).map((event) => event.type),
+      ['reservation.released'],
     )
   })
 

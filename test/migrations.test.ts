@@ -323,3 +323,88 @@ async function indexNames(db: Kysely<any>, dialect: 'sqlite' | 'postgres'): Prom
       : await sql<{ name: string }>`select indexname as name from pg_indexes where schemaname = current_schema() order by 1`.execute(db)
   return rows.map((row) => row.name)
 }
+
+for (const dialect of await testDialects()) {
+  test(`2026-11-27-event-owners keeps every row, names each stream's owner, and keeps its keys led by it [${dialect}]`, async () => {
+    await beforeMigration(dialect, '2026-11-27-event-owners', async ({ database, db, next }) => {
+      const provider = await new ProviderRepository(database).create({ name: 'Before owners' }, Date.now())
+      await db
+        .insertInto('events')
+        .values({ id: 'E1', provider_id: provider.id, seq: 1, type: 'listing.created', listing_id: 'L1', created_at_ms: 1, snapshot: '{}' })
+        .execute()
+      const endpoint = { provider_id: provider.id, url: 'https://x.example', status: 'enabled', created_at_ms: 1, secret: 's' }
+      // Every type there was (15), and one of them (1).
+      await db
+        .insertInto('webhook_endpoints')
+        .values([
+          { ...endpoint, id: 'W1', event_mask: 15 },
+          { ...endpoint, id: 'W2', event_mask: 1 },
+        ])
+        .execute()
+      await db
+        .insertInto('webhook_deliveries')
+        .values({
+          id: 'W1:E1',
+          endpoint_id: 'W1',
+          event_id: 'E1',
+          provider_id: provider.id,
+          event_type: 'listing.created',
+          attempts: 1,
+          next_attempt_at_ms: 5,
+          created_at_ms: 1,
+        })
+        .execute()
+      await db
+        .insertInto('webhook_attempts')
+        .values({
+          provider_id: provider.id,
+          endpoint_id: 'W1',
+          event_id: 'E1',
+          event_type: 'listing.created',
+          attempt: 1,
+          outcome: 'failed',
+          duration_ms: 3,
+          at_ms: 2,
+        })
+        .execute()
+      await db.insertInto('marketplaces').values({ id: 'mkt_1', name: 'Deals', created_at_ms: 1 }).execute()
+      const before = await streamIndexes(db, dialect)
+
+      await next.up(db, dialect)
+
+      // The same indexes, each on the same columns in the same places, provider_id now owner_id: still leading.
+      const after = await streamIndexes(db, dialect)
+      assert.deepEqual(
+        after,
+        before.map(([name, columns]) => [name, columns.replace(/provider_id/g, 'owner_id')]),
+      )
+      assert.ok(after.some(([name, columns]) => name.endsWith('webhook_deliveries_endpoint') && columns === 'owner_id, endpoint_id, next_attempt_at_ms'))
+      for (const table of ['events', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts']) {
+        const rows = await db.selectFrom(table).select('owner_id').execute()
+        assert.ok(rows.length > 0 && rows.every((row) => row.owner_id === provider.id), table)
+      }
+      assert.deepEqual(await db.selectFrom('webhook_endpoints').select(['id', 'event_mask']).orderBy('id').execute(), [
+        { id: 'W1', event_mask: -1 },
+        { id: 'W2', event_mask: 1 },
+      ])
+      assert.deepEqual(await db.selectFrom('marketplaces').select(['id', 'event_count']).execute(), [{ id: 'mkt_1', event_count: 0 }])
+      assert.deepEqual(await db.selectFrom('events').select(['id', 'seq', 'snapshot']).execute(), [{ id: 'E1', seq: 1, snapshot: '{}' }])
+    })
+  })
+}
+
+/** Every index and key of the stream's tables with its columns in order, as `[name, "a, b"]`. */
+async function streamIndexes(db: Kysely<any>, dialect: 'sqlite' | 'postgres'): Promise<Array<[string, string]>> {
+  const tables = ['events', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts']
+  const { rows } =
+    dialect === 'sqlite'
+      ? await sql<{ name: string; columns: string }>`
+          select m.name || ' ' || i.name as name, (select group_concat(name, ', ') from (select name from pragma_index_info(i.name) order by seqno)) as columns
+          from sqlite_master m, pragma_index_list(m.name) i where m.type = 'table' and m.name in (${sql.join(tables)}) order by 1`.execute(db)
+      : await sql<{ name: string; columns: string }>`
+          select i.relname::text as name, array_to_string(array(select a.attname::text from unnest(x.indkey) with ordinality as k(attnum, n)
+            join pg_attribute a on a.attrelid = t.oid and a.attnum = k.attnum order by k.n), ', ') as columns
+          from pg_index x join pg_class i on i.oid = x.indexrelid join pg_class t on t.oid = x.indrelid
+          where t.relnamespace = current_schema()::regnamespace and t.relname in (${sql.join(tables)}) order by 1`.execute(db)
+  return rows.map((row) => [row.name, row.columns])
+}

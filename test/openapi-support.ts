@@ -41,6 +41,8 @@ export const WEBHOOK_ROUTES_OF_ONE: Array<[route: string, method: string, path: 
   [WEBHOOK_ENABLE, 'POST', '/api/v1/webhooks/:id/enable'],
   [WEBHOOK_DELIVERIES, 'GET', '/api/v1/webhooks/:id/deliveries'],
 ]
+/** The routes that serve provider and marketplace tokens alike. */
+export const FOR_BOTH_KINDS = new Set([EVENTS, WEBHOOK_CREATE, WEBHOOK_LIST, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)])
 export const UNKNOWN_WEBHOOK = `wh_${'0'.repeat(26)}`
 export const WEBHOOK_BODY = { url: 'https://pos.example.com/hooks/listings' }
 export const DISCOVER = 'GET /api/v1/discover'
@@ -367,11 +369,14 @@ export const provocations: Record<ProblemType, Provocation[]> = {
   ],
   'image-unavailable': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) }],
   unauthorized: unauthorizedEverywhere(),
-  // A token of the other kind than the route serves: a marketplace's on every provider route, a provider's on discovery.
-  forbidden: Object.entries(authenticated).map(([route, send]) => ({
-    route,
-    send: async (service, token) => (route === DISCOVER ? service.request('GET', DISCOVER_PATH, { token }) : send(service, await marketplaceToken(service))),
-  })),
+  // A token of the other kind than the route serves: a marketplace's on every provider route, a provider's on
+  // discovery. The feed and webhooks serve both kinds: never 403.
+  forbidden: Object.entries(authenticated)
+    .filter(([route]) => !FOR_BOTH_KINDS.has(route))
+    .map(([route, send]) => ({
+      route,
+      send: async (service, token) => (route === DISCOVER ? service.request('GET', DISCOVER_PATH, { token }) : send(service, await marketplaceToken(service))),
+    })),
   'not-found': [
     ...[ONE, PATCH, WITHDRAW, BY_REFERENCE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) => ({
       route,

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { loadConfig } from '../src/config.js'
+import { openDatabase } from '../src/db/connection.js'
 import { listingBody } from './fixtures.js'
 import { parseJsonOrUndefined } from './helper.js'
+import { marketplaceOwner, recordFor, reservationData, reservationEvent } from './owner-events.js'
 import { killAll, runCli, startServer, type ServerProcess } from './process.js'
 import { parseExposition, valueOf } from './prometheus-text.js'
 import { startPrimaryAndStandby, standbyUnavailable, type PrimaryAndStandby } from './standby-support.js'
@@ -11,8 +13,8 @@ import { startPrimaryAndStandby, standbyUnavailable, type PrimaryAndStandby } fr
  * Issue 27: DATABASE_READ_URL. Two real instances write to a primary and read from a hot standby of this file's
  * own. With the standby's replay paused (the worst case: it never catches up), a provider still never reads an
  * older state than one it was told of, on either instance: a create, then its GET; a PATCH, then GET and
- * If-None-Match; the feed's cursor; and a withdrawal leaves discovery at once. A provider that wrote nothing since
- * is still read from the standby.
+ * If-None-Match; the feed's cursor; and a withdrawal leaves discovery at once. A marketplace reads its own stream
+ * as a provider does. A provider or marketplace that wrote nothing since is still read from the standby.
  */
 
 after(killAll)
@@ -86,6 +88,8 @@ describe('two instances reading from a standby (DATABASE_READ_URL)', { skip }, (
   let provider: string
   let quiet: string
   let marketplace: string
+  let marketplaceId: string
+  let quietMarketplace: string
   /** On the standby before its replay is paused: discoverable, then withdrawn. */
   let withdrawnLater: string
   let stillActive: string
@@ -100,11 +104,12 @@ describe('two instances reading from a standby (DATABASE_READ_URL)', { skip }, (
     const cli = async (args: string[]) => {
       const result = await runCli(args, env)
       assert.equal(result.code, 0, result.stderr)
-      return JSON.parse(result.stdout).token as string
+      return JSON.parse(result.stdout) as { id: string; token: string }
     }
-    provider = await cli(['provider', 'create', '--name', 'Busy Bakery'])
-    quiet = await cli(['provider', 'create', '--name', 'Quiet Bakery'])
-    marketplace = await cli(['marketplace', 'create', '--name', 'Deals'])
+    provider = (await cli(['provider', 'create', '--name', 'Busy Bakery'])).token
+    quiet = (await cli(['provider', 'create', '--name', 'Quiet Bakery'])).token
+    ;({ token: marketplace, id: marketplaceId } = await cli(['marketplace', 'create', '--name', 'Deals']))
+    quietMarketplace = (await cli(['marketplace', 'create', '--name', 'Quiet Deals'])).token
     servers = await Promise.all([0, 1].map(() => startServer({ ...env, DATABASE_READ_URL: clusters?.standbyUrl('listing') }, { args: ['--no-migrate'] })))
     ;[writer, reader] = servers as [ServerProcess, ServerProcess]
     const create = async (token: string) => {
@@ -115,12 +120,24 @@ describe('two instances reading from a standby (DATABASE_READ_URL)', { skip }, (
     withdrawnLater = await create(provider)
     stillActive = await create(provider)
     quietListing = await create(quiet)
+    await recordForMarketplace(1)
     await clusters.caughtUp()
   })
   after(async () => {
     await Promise.all(servers.map((server) => server.stop('SIGKILL')))
     await clusters?.remove()
   })
+
+  /** Events of the marketplace's stream committed on the primary, as a reservation's change will commit them. */
+  async function recordForMarketplace(version: number) {
+    const database = openDatabase(clusters?.primaryUrl('listing') as string)
+    try {
+      const data = reservationData({ id: marketplaceId, name: 'Deals' }, 'prv_x', { id: 'rsv_replica', version })
+      await recordFor(database, marketplaceOwner(marketplaceId), Date.now(), [reservationEvent('reservation.held', data)])
+    } finally {
+      await database.close()
+    }
+  }
 
   test('/readyz names the primary and the standby; a caught-up standby answers the reads', async () => {
     for (const server of servers) {
@@ -132,8 +149,9 @@ describe('two instances reading from a standby (DATABASE_READ_URL)', { skip }, (
       assert.equal((await call(reader, 'GET', `/api/v1/listing/${stillActive}`, provider)).status, 200)
       assert.equal((await call(reader, 'GET', '/api/v1/listing', provider)).body.recordCount, 2)
       assert.equal((await call(reader, 'GET', '/api/v1/events', provider)).body.data.length, 2)
+      assert.equal((await call(reader, 'GET', '/api/v1/events', marketplace)).body.data.length, 1)
     })
-    assert.deepEqual(reads, { replica: 3, behind: 0, failed: 0 })
+    assert.deepEqual(reads, { replica: 4, behind: 0, failed: 0 })
   })
 
   describe('with the standby paused: it never replays what follows', () => {
@@ -217,13 +235,29 @@ describe('two instances reading from a standby (DATABASE_READ_URL)', { skip }, (
       assert.equal(direct.body.status, 'withdrawn')
     })
 
-    test('a provider that wrote nothing since is still read from the standby', async () => {
+    test('a marketplace’s stream: what it was told of is never missing on the other instance; a cursor the standby lacks is followed', async () => {
+      await recordForMarketplace(2)
+      const reads = await readsDuring(reader, async () => {
+        const all = await call(reader, 'GET', '/api/v1/events', marketplace)
+        assert.equal(all.status, 200)
+        assert.deepEqual(
+          all.body.data.map((event: { data: { version: number } }) => event.data.version),
+          [1, 2],
+        )
+        const next = await call(reader, 'GET', `/api/v1/events?after=${all.body.data[1].id as string}`, marketplace)
+        assert.deepEqual([next.status, next.body], [200, { data: [], nextCursor: null }])
+      })
+      assert.deepEqual(reads, { replica: 0, behind: 2, failed: 0 })
+    })
+
+    test('a provider or a marketplace that wrote nothing since is still read from the standby', async () => {
       const reads = await readsDuring(reader, async () => {
         const read = await call(reader, 'GET', `/api/v1/listing/${quietListing}`, quiet)
         assert.equal(read.status, 200)
         assert.equal((await call(reader, 'GET', '/api/v1/listing', quiet)).body.recordCount, 1)
+        assert.deepEqual((await call(reader, 'GET', '/api/v1/events', quietMarketplace)).body, { data: [], nextCursor: null })
       })
-      assert.deepEqual(reads, { replica: 2, behind: 0, failed: 0 })
+      assert.deepEqual(reads, { replica: 3, behind: 0, failed: 0 })
     })
   })
 

@@ -77,8 +77,8 @@ async function postgresKeys(db: Kysely<any>): Promise<TableKeys[]> {
 }
 
 /**
- * Tables that hold no one provider's data, or are looked up before the provider is known: none is placed by
- * provider_id (docs/sharding.md says what each becomes on a tenant-sharded PostgreSQL). Each says why.
+ * Tables that hold no one tenant's data, or are looked up before the tenant is known: none is placed by a tenant
+ * column (docs/sharding.md says what each becomes on a tenant-sharded PostgreSQL). Each says why.
  */
 export const GLOBAL_TABLES: Readonly<Record<string, string>> = {
   // The provider itself: its id is the provider_id every other table is placed by (distributed by id).
@@ -86,8 +86,9 @@ export const GLOBAL_TABLES: Readonly<Record<string, string>> = {
   // Authentication finds a token by its hash before it knows the provider: a lookup from credential to provider,
   // the classic reference table. Small, written rarely (issue, revoke).
   tokens: 'looked up by token_hash before the provider is known',
-  // A marketplace reads every provider's listings; it belongs to none.
-  marketplaces: 'marketplaces belong to no provider',
+  // A marketplace reads every provider's listings; it belongs to none. Its id is the owner_id its own event stream
+  // is placed by (distributed by id, as providers are).
+  marketplaces: 'the marketplaces: its id is the owner_id of its stream',
   marketplace_tokens: 'a marketplace’s tokens, looked up by hash',
   // The service's own signing keys (discovery cursors), shared by every instance.
   service_keys: 'the service’s own keys',
@@ -98,28 +99,51 @@ export const GLOBAL_TABLES: Readonly<Record<string, string>> = {
   console_links: 'looked up by the link code’s hash before the provider is known',
 }
 
+/** The columns a table of one tenant's data is placed by, on a database sharded by tenant (docs/sharding.md). */
+export type ShardColumn = 'provider_id' | 'owner_id' | 'marketplace_id'
+
 /**
- * What keeps a schema from being sharded by provider, one line each: a table of provider data (any table not in
- * GLOBAL_TABLES) without provider_id, with a primary key or unique key not led by it, or with a foreign key
- * that leaves it out (rows referencing each other must sit together); and an allow-list entry with no table.
+ * Tables of one tenant's data placed by another column than provider_id, each with its column and why. Every
+ * other table that is not global is a provider's. A marketplace's own table goes here with `marketplace_id`.
  */
-export function shardKeyViolations(tables: readonly TableKeys[]): string[] {
+export const PLACED_BY: Readonly<Record<string, { column: Exclude<ShardColumn, 'provider_id'>; why: string }>> = {
+  // An owner's event stream and its webhooks: a provider's or a marketplace's (src/events/owner.ts), placed by
+  // the owner's id as a provider's data is by the provider's.
+  events: { column: 'owner_id', why: 'an owner’s event stream' },
+  webhook_endpoints: { column: 'owner_id', why: 'an owner’s webhook endpoints' },
+  webhook_deliveries: { column: 'owner_id', why: 'what an owner’s endpoints are owed' },
+  webhook_attempts: { column: 'owner_id', why: 'an owner’s delivery log' },
+}
+
+/**
+ * What keeps a schema from being sharded by tenant, one line each: a table of one tenant's data (any table not in
+ * GLOBAL_TABLES: a provider's, or one of PLACED_BY) without the column it is placed by, with a primary key or
+ * unique key not led by it, or with a foreign key that leaves it out (rows referencing each other must sit
+ * together); and an allow-list entry with no table. `placedBy` is PLACED_BY but for the schema of an earlier time.
+ */
+export function shardKeyViolations(tables: readonly TableKeys[], placedBy = PLACED_BY): string[] {
   const violations: string[] = []
-  for (const name of Object.keys(GLOBAL_TABLES)) {
-    if (!tables.some((table) => table.name === name)) violations.push(`${name}: allowed as global, but there is no such table`)
+  for (const [list, names] of [
+    ['global', Object.keys(GLOBAL_TABLES)],
+    ['placed by another column', Object.keys(placedBy)],
+  ] as const) {
+    for (const name of names) {
+      if (!tables.some((table) => table.name === name)) violations.push(`${name}: listed as ${list}, but there is no such table`)
+    }
   }
   for (const table of tables) {
     if (table.name in GLOBAL_TABLES) continue
-    if (!table.columns.includes('provider_id')) {
-      violations.push(`${table.name}: no provider_id column`)
+    const column: ShardColumn = placedBy[table.name]?.column ?? 'provider_id'
+    if (!table.columns.includes(column)) {
+      violations.push(`${table.name}: no ${column} column`)
       continue
     }
     for (const key of table.uniques) {
-      if (key.columns[0] !== 'provider_id') violations.push(`${table.name}: key ${key.name} (${key.columns.join(', ')}) does not lead with provider_id`)
+      if (key.columns[0] !== column) violations.push(`${table.name}: key ${key.name} (${key.columns.join(', ')}) does not lead with ${column}`)
     }
     for (const key of table.foreignKeys) {
-      if (!key.columns.includes('provider_id'))
-        violations.push(`${table.name}: foreign key ${key.name} (${key.columns.join(', ')}) → ${key.references} leaves out provider_id`)
+      if (!key.columns.includes(column))
+        violations.push(`${table.name}: foreign key ${key.name} (${key.columns.join(', ')}) → ${key.references} leaves out ${column}`)
     }
   }
   return violations

@@ -7,9 +7,11 @@ import { DISABLE_AFTER_MS, DeliveryWorker } from '../src/webhooks/worker.js'
 import { WebhookSender } from '../src/webhooks/sender.js'
 import { listingBody } from './fixtures.js'
 import { describeEachDialect, type TestService } from './helper.js'
+import { marketplaceOwner, providerOwner, recordFor, reservationData, reservationEvent } from './owner-events.js'
 import { refusingUrl, startReceiver, verifies, type Receiver } from './webhook-receiver.js'
 
-// docs/api.md#webhooks: delivery of events to webhook endpoints, Standard Webhooks signatures, retries, disabling. The
+// docs/api.md#webhooks: delivery of events to webhook endpoints, a provider's or a marketplace's, Standard Webhooks
+// signatures, retries, disabling. The
 // worker runs in this process on the service's database and clock (the test clock): retries come due when the
 // test moves the clock, not after real waits. Receivers are real HTTP servers on 127.0.0.1.
 
@@ -224,6 +226,104 @@ await describeEachDialect(
         ],
       )
       assert.equal((await endpointOf(service, token, endpointId)).status, 'enabled')
+    })
+
+    test('a marketplace’s events go, signed, to its own endpoints only; a provider’s go to the provider’s', async () => {
+      const provider = await service.newProvider()
+      const marketplace = await service.newMarketplace('Deals App')
+      const other = await service.newMarketplace('Other App')
+      const [marketplaceHooks, providerHooks, otherHooks, releases] = await Promise.all([receiver(), receiver(), receiver(), receiver()])
+      const marketplaceEndpoint = await endpoint(service, marketplace.token, marketplaceHooks.url)
+      const releasesEndpoint = await endpoint(service, marketplace.token, releases.url, ['reservation.released'])
+      const providerEndpoint = await endpoint(service, provider.token, providerHooks.url)
+      await endpoint(service, other.token, otherHooks.url)
+      startWorker(service)
+      const held = reservationData({ id: marketplace.id, name: 'Deals App' }, provider.id, { listingId: await createListing(service, provider.token) })
+      const released = { ...held, status: 'released', version: 2, endedBy: 'marketplace' }
+      for (const event of [reservationEvent('reservation.held', held), reservationEvent('reservation.released', released)]) {
+        await recordFor(service.database, providerOwner(provider.id), service.clock(), [event])
+        await recordFor(service.database, marketplaceOwner(marketplace.id), service.clock(), [event])
+      }
+      await marketplaceHooks.waitFor((deliveries) => deliveries.length === 2)
+      await providerHooks.waitFor((deliveries) => deliveries.length === 3)
+      await releases.waitFor((deliveries) => deliveries.length === 1)
+
+      // The bodies are the marketplace's feed, each signed with its endpoint's secret.
+      const events = await feed(service, marketplace.token)
+      assert.deepEqual(
+        marketplaceHooks.deliveries.map((delivery) => delivery.event),
+        events,
+      )
+      assert.deepEqual(
+        events.map((event: any) => [event.type, event.data]),
+        [
+          ['reservation.held', held],
+          ['reservation.released', released],
+        ],
+      )
+      for (const delivery of marketplaceHooks.deliveries) {
+        assert.ok(verifies(marketplaceEndpoint.secret, delivery), 'the signature does not verify with standardwebhooks')
+        assert.ok(!verifies(providerEndpoint.secret, delivery))
+      }
+      assert.deepEqual(releases.deliveries[0]?.event, events[1])
+      assert.ok(verifies(releasesEndpoint.secret, releases.deliveries[0] as never))
+      // The provider's endpoint has the provider's stream: its listing's event and its own copies of the reservation's.
+      const providerEvents = await feed(service, provider.token)
+      assert.deepEqual(
+        providerHooks.deliveries.map((delivery) => delivery.event).sort((a, b) => (a.id < b.id ? -1 : 1)),
+        [...providerEvents].sort((a, b) => (a.id < b.id ? -1 : 1)),
+      )
+      const ids = new Set(events.map((event: { id: string }) => event.id))
+      assert.ok(providerHooks.deliveries.every((delivery) => !ids.has(delivery.id)))
+      const entries = await logWhen(
+        service,
+        marketplace.token,
+        marketplaceEndpoint.id,
+        (log) => log.length === 2 && log.every((entry) => entry.outcome === 'succeeded'),
+      )
+      assert.deepEqual(entries.map((entry: any) => entry.eventId).sort(), [...ids].sort())
+      await stillAt(otherHooks, 0)
+    })
+
+    test('a failed attempt to a marketplace’s endpoint is retried by the schedule; 410 disables it', async () => {
+      const marketplace = await service.newMarketplace()
+      const hooks = await receiver(() => 503)
+      const { id: endpointId } = await endpoint(service, marketplace.token, hooks.url)
+      startWorker(service)
+      const started = service.clock()
+      const data = reservationData({ id: marketplace.id, name: 'marketplace' }, 'prv_x')
+      await recordFor(service.database, marketplaceOwner(marketplace.id), started, [reservationEvent('reservation.held', data)])
+      await hooks.waitFor((deliveries) => deliveries.length === 1)
+      const entries = await logWhen(service, marketplace.token, endpointId, (log) => log.length === 2)
+      assert.deepEqual(
+        entries.map((entry: any) => [entry.outcome, entry.attempt, entry.at, entry.responseStatus]),
+        [
+          ['pending', 2, new Date(started + SCHEDULE_MS[0]!).toISOString(), null],
+          ['failed', 1, new Date(started).toISOString(), 503],
+        ],
+      )
+      hooks.answer = () => 410
+      service.clock.now += SCHEDULE_MS[0]!
+      await hooks.waitFor((deliveries) => deliveries.length === 2)
+      assert.equal(hooks.deliveries[1]?.id, hooks.deliveries[0]?.id)
+      let state: any
+      for (const deadline = Date.now() + 5000; Date.now() < deadline && state?.status !== 'disabled';) {
+        state = await endpointOf(service, marketplace.token, endpointId)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      assert.deepEqual([state.status, state.disabledReason], ['disabled', 'the endpoint answered 410 Gone'])
+    })
+
+    test('the address policy applies to every attempt to a marketplace’s endpoint too', async () => {
+      const marketplace = await service.newMarketplace()
+      const hooks = await receiver()
+      const { id: endpointId } = await endpoint(service, marketplace.token, hooks.url.replace('127.0.0.1', 'localhost'))
+      startWorker(service, publicAddressesOnly)
+      const data = reservationData({ id: marketplace.id, name: 'marketplace' }, 'prv_x')
+      await recordFor(service.database, marketplaceOwner(marketplace.id), service.clock(), [reservationEvent('reservation.held', data)])
+      const entries = await logWhen(service, marketplace.token, endpointId, (log) => log.some((entry) => entry.outcome === 'failed'))
+      assert.equal(entries.find((entry) => entry.outcome === 'failed')?.error, 'localhost does not resolve to a public address')
+      assert.equal(hooks.deliveries.length, 0)
     })
 
     test('a timeout, a refused connection and a redirect are failed attempts too, and retried', async () => {

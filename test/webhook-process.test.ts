@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, test } from 'node:test'
+import { openDatabase } from '../src/db/connection.js'
 import { listingBody } from './fixtures.js'
 import { createTestDatabase, parseJsonOrUndefined, testDialects } from './helper.js'
+import { marketplaceOwner, recordFor, reservationData, reservationEvent } from './owner-events.js'
 import { killAll, runCli, startServer, type ServerProcess } from './process.js'
 import { parseExposition, valueOf } from './prometheus-text.js'
 import { startReceiver, verifies, type Receiver } from './webhook-receiver.js'
 
 // docs/api.md#webhooks with real processes: no committed event is lost across kill -9 (at least once; duplicates only
-// where an attempt's outcome was lost), two instances never attempt one delivery at once, secrets never logged.
+// where an attempt's outcome was lost), a provider's or a marketplace's, two instances never attempt one delivery
+// at once, secrets never logged.
 
 after(killAll)
 
@@ -45,6 +48,31 @@ async function feedIds(server: ServerProcess, token: string): Promise<string[]> 
 const WRITING_AT_MOST_MS = 60_000
 
 /**
+ * Records reservation events in a marketplace's stream from this process, as a reservation's change will, until
+ * `stop()`, or WRITING_AT_MOST_MS: the events a killed server must still deliver to the marketplace's endpoint.
+ */
+function keepRecording(databaseUrl: string, marketplace: { id: string; name: string }) {
+  let stopped = false
+  const deadline = Date.now() + WRITING_AT_MOST_MS
+  const database = openDatabase(databaseUrl)
+  const loop = (async () => {
+    for (let version = 1; !stopped && Date.now() < deadline; version++) {
+      const data = reservationData(marketplace, 'prv_x', { id: 'rsv_crash', version })
+      await recordFor(database, marketplaceOwner(marketplace.id), Date.now(), [reservationEvent('reservation.held', data)])
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  })()
+  return async () => {
+    stopped = true
+    try {
+      await loop
+    } finally {
+      await database.close()
+    }
+  }
+}
+
+/**
  * Creates and changes listings from `writers` loops until `stop()`, or WRITING_AT_MOST_MS; errors from a killed
  * server are expected.
  */
@@ -70,22 +98,30 @@ function keepWriting(server: () => ServerProcess, token: string, writers: number
 }
 
 for (const dialect of dialects) {
-  test(`[${dialect}] kill -9 while events are written and delivered: every committed event reaches the receiver`, async () => {
+  test(`[${dialect}] kill -9 while events are written and delivered: every committed event reaches the receiver, a provider’s and a marketplace’s`, async () => {
     const database = await createTestDatabase(dialect)
     try {
       const env = { ...ENV, DATABASE_URL: database.url }
       const created = await runCli(['provider', 'create', '--name', 'Crashing Bakery'], { DATABASE_URL: database.url })
       assert.equal(created.code, 0, created.stderr)
       const { token } = JSON.parse(created.stdout)
+      const madeMarketplace = await runCli(['marketplace', 'create', '--name', 'Crashing Deals'], { DATABASE_URL: database.url })
+      assert.equal(madeMarketplace.code, 0, madeMarketplace.stderr)
+      const marketplace = JSON.parse(madeMarketplace.stdout) as { id: string; name: string; token: string }
       const hooks = await startReceiver()
-      receivers.push(hooks)
+      const marketplaceHooks = await startReceiver()
+      receivers.push(hooks, marketplaceHooks)
       hooks.delayMs = 5
+      marketplaceHooks.delayMs = 5
       let server = await startServer(env)
       const endpoint = await call(server, 'POST', '/api/v1/webhooks', token, { url: hooks.url })
       assert.equal(endpoint.status, 201)
+      const marketplaceEndpoint = await call(server, 'POST', '/api/v1/webhooks', marketplace.token, { url: marketplaceHooks.url })
+      assert.equal(marketplaceEndpoint.status, 201)
       const outputs: string[] = []
 
       const stopWriting = keepWriting(() => server, token, 4)
+      const stopRecording = keepRecording(database.url, marketplace)
       try {
         for (let cycle = 0; cycle < 2; cycle++) {
           await new Promise((resolve) => setTimeout(resolve, 800 + Math.random() * 700))
@@ -96,6 +132,7 @@ for (const dialect of dialects) {
         await new Promise((resolve) => setTimeout(resolve, 500))
       } finally {
         await stopWriting()
+        await stopRecording()
       }
 
       const committed = await feedIds(server, token)
@@ -115,10 +152,21 @@ for (const dialect of dialects) {
       const duplicates = hooks.deliveries.length - received.size
       console.log(`# [${dialect}] ${committed.length} events, ${hooks.deliveries.length} deliveries, ${duplicates} duplicates after 2 kills`)
 
+      // The marketplace's stream, through the same kills: each of its events at its endpoint, and only those.
+      const ofMarketplace = await feedIds(server, marketplace.token)
+      assert.ok(ofMarketplace.length > 20, `only ${ofMarketplace.length} marketplace events were written`)
+      await marketplaceHooks.waitFor((deliveries) => new Set(deliveries.map((d) => d.id)).size >= ofMarketplace.length, 45_000)
+      assert.deepEqual([...new Set(marketplaceHooks.deliveries.map((delivery) => delivery.id))].sort(), [...ofMarketplace].sort())
+      for (const delivery of marketplaceHooks.deliveries.slice(0, 20)) assert.ok(verifies(marketplaceEndpoint.body.secret, delivery))
+      console.log(`# [${dialect}] marketplace: ${ofMarketplace.length} events, ${marketplaceHooks.deliveries.length} deliveries after 2 kills`)
+
       outputs.push(server.stdout() + server.stderr())
       await server.stop('SIGTERM')
       // Debug logging on, every attempt logged: the secret is nowhere.
-      for (const output of outputs) assert.ok(!output.includes(endpoint.body.secret.slice('whsec_'.length)))
+      for (const output of outputs) {
+        assert.ok(!output.includes(endpoint.body.secret.slice('whsec_'.length)))
+        assert.ok(!output.includes(marketplaceEndpoint.body.secret.slice('whsec_'.length)))
+      }
       assert.ok(outputs.join('').includes('"msg":"webhook attempt"'))
     } finally {
       await database.drop()

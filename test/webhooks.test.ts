@@ -4,11 +4,21 @@ import { hasBidiControls, visibleUrl } from '../src/webhooks/bidi-controls.js'
 import { describeEachDialect, type TestService } from './helper.js'
 import { assertProblem } from './http-support.js'
 
-// docs/api.md#webhooks: a provider's webhook endpoints (deliveries: webhook-delivery.test.ts).
+// docs/api.md#webhooks: a provider's or a marketplace's webhook endpoints (deliveries: webhook-delivery.test.ts).
 
 const SECRET_SHAPE = /^whsec_[A-Za-z0-9+/]+={0,2}$/
 const ID_SHAPE = /^wh_[0-9A-HJKMNP-TV-Z]{26}$/
-const ALL_TYPES = ['listing.created', 'listing.updated', 'listing.withdrawn', 'listing.expired']
+const ALL_TYPES = [
+  'listing.created',
+  'listing.updated',
+  'listing.withdrawn',
+  'listing.expired',
+  'reservation.held',
+  'reservation.confirmed',
+  'reservation.released',
+  'reservation.expired',
+  'reservation.cancelled',
+]
 
 const createEndpoint = (service: TestService, token: string, body: unknown) => service.request('POST', '/api/v1/webhooks', { token, json: body })
 
@@ -98,24 +108,75 @@ await describeEachDialect('webhook endpoints', (service) => {
     assert.equal(kept.body.url, url)
   })
 
+  /** Every route that names an endpoint: each is 404 for one that is not the caller's. */
+  async function assertNotFoundEverywhere(token: string, webhookId: string) {
+    for (const [method, suffix] of [
+      ['GET', ''],
+      ['DELETE', ''],
+      ['POST', '/rotate-secret'],
+      ['POST', '/enable'],
+      ['GET', '/deliveries'],
+    ]) {
+      const response = await service.request(method as string, `/api/v1/webhooks/${webhookId}${suffix}`, { token })
+      assertProblem(response, 404, 'not-found')
+    }
+  }
+
   test('another provider’s endpoint is 404 on every route, as unknown and malformed ids are', async () => {
     const owner = await service.newProvider()
     const other = await service.newProvider()
     const { id } = (await createEndpoint(service, owner.token, { url: 'https://example.com/h' })).body
-    for (const webhookId of [id, `wh_${'0'.repeat(26)}`, 'nope', 'wh_%00', encodeURIComponent('wh_é')]) {
-      for (const [method, suffix] of [
-        ['GET', ''],
-        ['DELETE', ''],
-        ['POST', '/rotate-secret'],
-        ['POST', '/enable'],
-        ['GET', '/deliveries'],
-      ]) {
-        const response = await service.request(method as string, `/api/v1/webhooks/${webhookId}${suffix}`, { token: other.token })
-        assertProblem(response, 404, 'not-found')
-      }
-    }
+    for (const webhookId of [id, `wh_${'0'.repeat(26)}`, 'nope', 'wh_%00', encodeURIComponent('wh_é')]) await assertNotFoundEverywhere(other.token, webhookId)
     assert.deepEqual((await service.request('GET', '/api/v1/webhooks', { token: other.token })).body, { data: [] })
     assert.equal((await service.request('GET', `/api/v1/webhooks/${id}`, { token: owner.token })).status, 200)
+  })
+
+  test('a marketplace manages endpoints of its own: every route; a provider’s and another marketplace’s are 404 to it, and its own to them', async () => {
+    const marketplace = await service.newMarketplace()
+    const other = await service.newMarketplace()
+    const provider = await service.newProvider()
+    const created = await createEndpoint(service, marketplace.token, { url: 'https://deals.example.com/hooks', events: ['reservation.held'] })
+    assert.equal(created.status, 201, created.text)
+    const { secret, ...endpoint } = created.body
+    assert.match(secret, SECRET_SHAPE)
+    assert.deepEqual([endpoint.events, endpoint.status], [['reservation.held'], 'enabled'])
+    const everything = await createEndpoint(service, marketplace.token, { url: 'https://deals.example.com/all' })
+    assert.deepEqual(everything.body.events, ALL_TYPES)
+    const providers = (await createEndpoint(service, provider.token, { url: 'https://pos.example.com/h' })).body
+
+    const token = marketplace.token
+    assert.deepEqual((await service.request('GET', `/api/v1/webhooks/${endpoint.id}`, { token })).body, endpoint)
+    assert.deepEqual(
+      (await service.request('GET', '/api/v1/webhooks', { token })).body.data.map((one: { id: string }) => one.id).sort(),
+      [endpoint.id, everything.body.id].sort(),
+    )
+    const rotated = await service.request('POST', `/api/v1/webhooks/${endpoint.id}/rotate-secret`, { token })
+    assert.equal(rotated.status, 200, rotated.text)
+    assert.notEqual(rotated.body.secret, secret)
+    assert.deepEqual((await service.request('POST', `/api/v1/webhooks/${endpoint.id}/enable`, { token })).body, endpoint)
+    assert.deepEqual((await service.request('GET', `/api/v1/webhooks/${endpoint.id}/deliveries`, { token })).body, { data: [] })
+
+    await assertNotFoundEverywhere(token, providers.id)
+    await assertNotFoundEverywhere(provider.token, endpoint.id)
+    await assertNotFoundEverywhere(other.token, endpoint.id)
+    for (const stranger of [provider.token, other.token]) {
+      const theirs = (await service.request('GET', '/api/v1/webhooks', { token: stranger })).body.data.map((one: { id: string }) => one.id)
+      assert.ok(!theirs.includes(endpoint.id))
+    }
+    assert.equal((await service.request('DELETE', `/api/v1/webhooks/${endpoint.id}`, { token })).status, 204)
+    assertProblem(await service.request('GET', `/api/v1/webhooks/${endpoint.id}`, { token }), 404, 'not-found')
+    assert.equal((await service.request('GET', `/api/v1/webhooks/${providers.id}`, { token: provider.token })).status, 200)
+  })
+
+  test('discovery stays marketplace-only and listings provider-only (403), while the feed and webhooks take both', async () => {
+    const marketplace = await service.newMarketplace()
+    const provider = await service.newProvider()
+    assertProblem(await service.request('GET', '/api/v1/listing', { token: marketplace.token }), 403, 'forbidden')
+    assertProblem(await service.request('GET', '/api/v1/discover?latitude=1&longitude=1', { token: provider.token }), 403, 'forbidden')
+    for (const token of [marketplace.token, provider.token]) {
+      assert.equal((await service.request('GET', '/api/v1/events', { token })).status, 200)
+      assert.equal((await service.request('GET', '/api/v1/webhooks', { token })).status, 200)
+    }
   })
 
   test('delete: 204, then 404; rotate: a new secret each time; enable on an enabled endpoint changes nothing', async () => {
@@ -138,18 +199,21 @@ await describeEachDialect('webhook endpoints', (service) => {
     assertProblem(await service.request('DELETE', `/api/v1/webhooks/${created.id}`, { token }), 404, 'not-found')
   })
 
-  test('at most 10 per provider, also when 15 creates race: the rest are 409; a delete makes room', async () => {
-    const { token } = await service.newProvider()
-    const answers = await Promise.all(Array.from({ length: 15 }, (_, i) => createEndpoint(service, token, { url: `https://example.com/${i}` })))
-    assert.deepEqual(answers.map((answer) => answer.status).sort(), [...Array(10).fill(201), ...Array(5).fill(409)])
-    for (const refused of answers.filter((answer) => answer.status === 409)) assertProblem(refused, 409, 'conflict')
-    const listed = (await service.request('GET', '/api/v1/webhooks', { token })).body.data
-    assert.equal(listed.length, 10)
-    await service.request('DELETE', `/api/v1/webhooks/${listed[0].id}`, { token })
-    assert.equal((await createEndpoint(service, token, { url: 'https://example.com/again' })).status, 201)
-    // Another provider has its own ten.
-    assert.equal((await createEndpoint(service, (await service.newProvider()).token, { url: 'https://example.com/x' })).status, 201)
-  })
+  for (const kind of ['provider', 'marketplace'] as const) {
+    test(`at most 10 per ${kind}, also when 15 creates race: the rest are 409; a delete makes room`, async () => {
+      const { token } = kind === 'provider' ? await service.newProvider() : await service.newMarketplace()
+      const answers = await Promise.all(Array.from({ length: 15 }, (_, i) => createEndpoint(service, token, { url: `https://example.com/${i}` })))
+      assert.deepEqual(answers.map((answer) => answer.status).sort(), [...Array(10).fill(201), ...Array(5).fill(409)])
+      for (const refused of answers.filter((answer) => answer.status === 409)) assertProblem(refused, 409, 'conflict')
+      const listed = (await service.request('GET', '/api/v1/webhooks', { token })).body.data
+      assert.equal(listed.length, 10)
+      await service.request('DELETE', `/api/v1/webhooks/${listed[0].id}`, { token })
+      assert.equal((await createEndpoint(service, token, { url: 'https://example.com/again' })).status, 201)
+      // Another provider and another marketplace have their own ten.
+      assert.equal((await createEndpoint(service, (await service.newProvider()).token, { url: 'https://example.com/x' })).status, 201)
+      assert.equal((await createEndpoint(service, (await service.newMarketplace()).token, { url: 'https://example.com/x' })).status, 201)
+    })
+  }
 
   test('the delivery log’s limit is strict, as every query parameter is', async () => {
     const { token } = await service.newProvider()

@@ -14,6 +14,7 @@ import * as consoleSessions from '../migrations/2026-11-25-console-sessions.js'
 import * as itemsStoredOnce from '../migrations/2026-11-25-items-stored-once.js'
 import * as shardReadyKeys from '../migrations/2026-11-25-shard-ready-keys.js'
 import * as hostedImages from '../migrations/2026-11-27-hosted-images.js'
+import * as eventOwners from '../migrations/2026-11-27-event-owners.js'
 
 interface Migration {
   name: string
@@ -35,6 +36,7 @@ export const migrations: readonly Migration[] = [
   { name: '2026-11-25-items-stored-once', up: itemsStoredOnce.up },
   { name: '2026-11-25-shard-ready-keys', up: shardReadyKeys.up },
   { name: '2026-11-27-hosted-images', up: hostedImages.up },
+  { name: '2026-11-27-event-owners', up: eventOwners.up },
 ]
 
 /**

@@ -1,17 +1,20 @@
 import type { Kysely } from 'kysely'
+import { ownerTable, type Owner } from '../events/owner.js'
 import { isDatabaseUnavailable } from './dialect.js'
 import { PreparedQuery } from './prepared-query.js'
 import type { Tables } from './tables.js'
 import { TrailingBatches } from '../trailing-batches.js'
 
 /*
- * Standby reads that never show a provider an older state than one it has been told of. A provider's position is
- * its `event_count`: every transaction that changes one of its listings bumps it. A standby read reads the position
- * in the same statement, hence the same snapshot; the primary's, read at the same time, covers every write
- * acknowledged before the request. The standby's answer is used when its position is not below the primary's.
+ * Standby reads that never show an owner (a provider, or a marketplace) an older state than one it has been told
+ * of. An owner's position is its `event_count`: every transaction that changes its data records an event in its
+ * stream and so bumps it (a provider's listings; a marketplace's reservations, whoever changes them). A standby
+ * read reads the position in the same statement, hence the same snapshot; the primary's, read at the same time,
+ * covers every write acknowledged before the request. The standby's answer is used when its position is not below
+ * the primary's.
  */
 
-/** A standby read's answer and the provider's position in its snapshot (undefined: the provider is not there yet). */
+/** A standby read's answer and the owner's position in its snapshot (undefined: the owner is not there yet). */
 export interface PositionedRead<T> {
   position: number | undefined
   value: T
@@ -19,16 +22,16 @@ export interface PositionedRead<T> {
 
 /**
  * Who answered a read meant for the standby: `replica`; `primary-behind` (the standby had not replayed the
- * provider's writes, or could not tell); `primary-failed` (the standby was unavailable).
+ * owner's writes, or could not tell); `primary-failed` (the standby was unavailable).
  */
 export type ReplicaReadOutcome = 'replica' | 'primary-behind' | 'primary-failed'
 
 export class ReadYourWrites {
   /**
-   * The primary's position of a provider. Reads that arrive while its lookup runs share the next one, which starts
-   * after them and so covers their writes: a provider polled by many clients costs one lookup per round trip.
+   * The primary's position of an owner, by kind. Reads that arrive while its lookup runs share the next one, which
+   * starts after them and so covers their writes: an owner polled by many clients costs one lookup per round trip.
    */
-  readonly #positions: TrailingBatches<null, number | undefined>
+  readonly #positions: Record<Owner['kind'], TrailingBatches<null, number | undefined>>
 
   constructor(
     primary: Kysely<Tables>,
@@ -36,21 +39,24 @@ export class ReadYourWrites {
     readonly replica: Kysely<Tables>,
     private readonly observe: (outcome: ReplicaReadOutcome) => void = () => {},
   ) {
-    const position = new PreparedQuery<{ providerId: string }, { event_count: number }>(primary, (db, param) =>
-      db.selectFrom('providers').select('event_count').where('id', '=', param('providerId')),
-    )
-    this.#positions = new TrailingBatches(async (reads, providerId) => {
-      const [row] = await position.execute({ providerId })
-      return reads.map(() => ({ ok: true, value: row?.event_count }))
-    })
+    const positions = (kind: Owner['kind']) => {
+      const position = new PreparedQuery<{ ownerId: string }, { event_count: number }>(primary, (db, param) =>
+        db.selectFrom(ownerTable[kind]).select('event_count').where('id', '=', param('ownerId')),
+      )
+      return new TrailingBatches<null, number | undefined>(async (reads, ownerId) => {
+        const [row] = await position.execute({ ownerId })
+        return reads.map(() => ({ ok: true, value: row?.event_count }))
+      })
+    }
+    this.#positions = { provider: positions('provider'), marketplace: positions('marketplace') }
   }
 
   /**
-   * `fromReplica`'s answer when the standby holds every write of `providerId` committed before this call, else
+   * `fromReplica`'s answer when the standby holds every write of `owner` committed before this call, else
    * `fromPrimary`'s. `fromReplica` answers undefined when the standby cannot tell (a cursor it does not know yet).
    */
-  async read<T>(providerId: string, fromReplica: () => Promise<PositionedRead<T> | undefined>, fromPrimary: () => Promise<T>): Promise<T> {
-    const [required, replica] = await Promise.all([this.#positions.submit(providerId, null), this.#orUnavailable(fromReplica())])
+  async read<T>(owner: Owner, fromReplica: () => Promise<PositionedRead<T> | undefined>, fromPrimary: () => Promise<T>): Promise<T> {
+    const [required, replica] = await Promise.all([this.#positions[owner.kind].submit(owner.id, null), this.#orUnavailable(fromReplica())])
     if (replica === 'unavailable') return this.#answer('primary-failed', fromPrimary)
     if (replica === undefined || replica.position === undefined || required === undefined || replica.position < required) {
       return this.#answer('primary-behind', fromPrimary)

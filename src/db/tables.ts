@@ -56,21 +56,23 @@ export interface ListingsTable {
   cell: number
 }
 
+/** An owner's event stream: a provider's or a marketplace's (events/owner.ts). */
 export interface EventsTable {
   id: string
-  provider_id: string
-  /** Dense per provider, in commit order. */
+  /** The provider's or marketplace's id. */
+  owner_id: string
+  /** Dense per owner, in commit order. */
   seq: number
   type: string
   listing_id: string
   created_at_ms: number
-  /** The listing right after the change: a ListingState as JSON. */
+  /** Right after the change, as JSON: a listing event's ListingState, else the event's data as sent. */
   snapshot: string
 }
 
 export interface WebhookEndpointsTable {
   id: string
-  provider_id: string
+  owner_id: string
   url: string
   /** The event types it receives, one bit each. */
   event_mask: number
@@ -92,7 +94,7 @@ export interface WebhookDeliveriesTable {
   id: string
   endpoint_id: string
   event_id: string
-  provider_id: string
+  owner_id: string
   event_type: string
   attempts: number
   next_attempt_at_ms: number
@@ -102,7 +104,7 @@ export interface WebhookDeliveriesTable {
 }
 
 export interface WebhookAttemptsTable {
-  provider_id: string
+  owner_id: string
   endpoint_id: string
   event_id: string
   event_type: string
@@ -118,6 +120,8 @@ export interface MarketplacesTable {
   id: string
   name: string
   created_at_ms: number
+  /** Number of events of its stream; also the `seq` of the newest one (dense, in commit order). */
+  event_count: Generated<number>
 }
 
 /** The same shape and hashing as a provider's tokens. */

@@ -1,10 +1,11 @@
-import { pruneProvider } from '../events/retention.js'
+import { recordEvents } from '../events/record.js'
+import { pruneOwner } from '../events/retention.js'
 import { removeUnusedOfProvider } from '../images/uploads.js'
 import { insertListings } from '../listings/create-listing.js'
 import { expireListings, patchListing, withdrawListing } from '../listings/changes.js'
 import { insertMarketplace } from '../providers/marketplaces.js'
 import { insertDemoIfNone, insertProvider } from '../providers/repository.js'
-import { recordProviderAttempts } from '../webhooks/deliveries.js'
+import { recordOwnerAttempts } from '../webhooks/deliveries.js'
 import { deleteEndpoint, insertEndpoint } from '../webhooks/repository.js'
 
 /**
@@ -16,8 +17,10 @@ export const writeTransactions = {
   patchListing,
   withdrawListing,
   expireListings,
-  recordProviderAttempts,
-  pruneProvider,
+  // Every change calls it last in its own transaction; alone, it records events with no other change.
+  recordEvents,
+  recordOwnerAttempts,
+  pruneOwner,
   removeUnusedOfProvider,
   insertEndpoint,
   deleteEndpoint,

@@ -1,7 +1,7 @@
-import { Type, type Static } from 'typebox'
+import { Type, type Static, type TSchema } from 'typebox'
 import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView, Timestamp } from '../listings/schemas.js'
-import { EventTypes } from './types.js'
+import { EventTypes, ListingEventTypes, ReservationEventTypes } from './types.js'
 
 /** An event is also a webhook delivery's body. */
 
@@ -10,19 +10,45 @@ const closed = { additionalProperties: false } as const
 export const EventType = Type.Enum(EventTypes, {
   description:
     '`listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, ' +
-    '`listing.expired` (recorded within seconds of expiresAtUnix).',
+    '`listing.expired` (recorded within seconds of expiresAtUnix): a provider’s listings. `reservation.held`, ' +
+    '`reservation.confirmed`, `reservation.released`, `reservation.expired`, `reservation.cancelled`: to the ' +
+    'listing’s provider and to the marketplace that made the reservation.',
 })
 named('EventType', EventType)
 
-export const Event = Type.Object(
-  {
-    id: Type.String({ description: 'Unique; `webhook-id` of its deliveries; `after` in the feed.', examples: ['evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9'] }),
-    type: ref(EventType),
-    createdAt: { ...Timestamp, description: 'When the change was committed.' },
-    data: ref(ListingView, { description: 'The listing right after the change; `data.version` orders one listing’s events.' }),
-  },
-  closed,
+/** The reservation right after the change, as the reservation routes answer with it. */
+export const ReservationEventData = Type.Object(
+  { id: Type.String({ pattern: '^rsv_', description: 'The reservation’s id.' }) },
+  { additionalProperties: true, description: 'The reservation right after the change, as the reservation routes answer with it.' },
 )
+named('ReservationEventData', ReservationEventData)
+
+/** An event of one kind: its types, and the schema of its data. */
+const eventOfKind = <Types extends TSchema, Data extends TSchema>(type: Types, data: Data) =>
+  Type.Object(
+    {
+      id: Type.String({ description: 'Unique; `webhook-id` of its deliveries; `after` in the feed.', examples: ['evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9'] }),
+      type,
+      createdAt: { ...Timestamp, description: 'When the change was committed.' },
+      data,
+    },
+    closed,
+  )
+
+export const ListingEvent = eventOfKind(
+  Type.Enum(ListingEventTypes, { description: 'A change of one of your listings.' }),
+  ref(ListingView, { description: 'The listing right after the change; `data.version` orders one listing’s events.' }),
+)
+named('ListingEvent', ListingEvent)
+
+export const ReservationEvent = eventOfKind(
+  Type.Enum(ReservationEventTypes, { description: 'A change of a reservation: one on your listings, or one you made.' }),
+  ref(ReservationEventData, { description: 'The reservation right after the change; `data.version` orders one reservation’s events.' }),
+)
+named('ReservationEvent', ReservationEvent)
+
+/** Told apart by `type`: a listing's event or a reservation's. */
+export const Event = Type.Union([ref(ListingEvent), ref(ReservationEvent)])
 named('Event', Event)
 export type Event = Static<typeof Event>
 

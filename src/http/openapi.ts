@@ -14,8 +14,8 @@ const description = `Restaurants, bakeries and shops post time-limited discounte
 discount and 1–100 items named in Arabic and English) and page through their own listings.
 
 **Authentication.** Every \`/api/v1\` operation needs \`Authorization: Bearer lst_…\`. A token is printed once
-by \`listing-service provider create\` or \`listing-service token create\` and can be revoked with
-\`listing-service token revoke\`. A missing, malformed, unknown or revoked token is \`401\`.
+by \`listing-service provider create\`, \`listing-service token create\` or \`listing-service marketplace create\`
+and can be revoked with \`listing-service token revoke\`. A missing, malformed, unknown or revoked token is \`401\`.
 
 **Errors.** Every error is \`application/problem+json\` (RFC 9457, the \`Problem\` schema). \`errors[]\` lists
 every problem found, not only the first: \`pointer\` is a JSON Pointer into the request body, \`parameter\` names
@@ -68,11 +68,12 @@ export const listingEtagHeader = {
 
 /** onRoute hook for the routes behind authenticate() and the rate limiter. */
 export function documentBearerAuth(route: RouteOptions): void {
+  // A route that serves one kind of client answers a valid token of the other kind with 403.
+  const forOneKind = route.config?.principal !== 'any'
   route.schema = {
     ...route.schema,
     security: [{ [BEARER]: [] }],
-    // Every route serves one kind of client: a valid token of the other kind is 403.
-    'x-problems': ['unauthorized', 'forbidden', 'rate-limited', ...(route.schema?.['x-problems'] ?? [])],
+    'x-problems': ['unauthorized', ...(forOneKind ? (['forbidden'] as const) : []), 'rate-limited', ...(route.schema?.['x-problems'] ?? [])],
   }
 }
 
@@ -86,8 +87,11 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       servers: [{ url: '/', description: 'The host that served this document' }],
       tags: [
         { name: 'listings', description: 'Create, read, change and withdraw your listings; page through them' },
-        { name: 'events', description: 'Every change of your listings, as a feed to pull' },
-        { name: 'webhooks', description: 'Every change of your listings, pushed to your endpoints as signed webhooks' },
+        { name: 'events', description: 'Every change of your listings or reservations, as a feed to pull (providers and marketplaces)' },
+        {
+          name: 'webhooks',
+          description: 'Every change of your listings or reservations, pushed to your endpoints as signed webhooks (providers and marketplaces)',
+        },
         { name: 'images', description: 'Photos you upload, hosted and served by the service for your listings' },
         { name: 'discovery', description: 'For marketplaces: every provider’s active listings near a point' },
         { name: 'operations', description: 'Probes for load balancers and orchestrators; no token needed' },
@@ -99,8 +103,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
             scheme: 'bearer',
             bearerFormat: 'lst_ followed by 43 base64url characters',
             description:
-              '`Authorization: Bearer lst_…`, a provider’s token from `listing-service provider create` or `token create`, or, for discovery only, a ' +
-              'marketplace’s from `listing-service marketplace create`. A token of the other kind than a route serves is `403`.',
+              '`Authorization: Bearer lst_…`, a provider’s token from `listing-service provider create` or `token create`, or a ' +
+              'marketplace’s from `listing-service marketplace create`. The event feed and webhooks serve both kinds; discovery ' +
+              'serves marketplaces, every other route providers. A token of the other kind than a route serves is `403`.',
           },
         },
       },

@@ -2,8 +2,9 @@ import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
 import type { ProblemDetail } from '../errors.js'
-import { recordEvents } from '../events/record.js'
-import type { EventType } from '../events/types.js'
+import { providerOwner } from '../events/owner.js'
+import { listingEvent, recordEvents } from '../events/record.js'
+import type { ListingEventType } from '../events/types.js'
 import { toThousandths, type ItemColumns } from './columns.js'
 import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, type ListingState } from './listing-state.js'
 import type { PatchListingInput } from './schemas.js'
@@ -146,7 +147,7 @@ async function lockedListing(tx: Tx, { providerId, listingId }: ChangeArgs): Pro
   return row && stateFromRow(row)
 }
 
-async function writeChange(tx: Tx, next: ListingState, type: EventType, nowMs: number): Promise<void> {
+async function writeChange(tx: Tx, next: ListingState, type: ListingEventType, nowMs: number): Promise<void> {
   await tx
     .updateTable('listings')
     .set({
@@ -160,10 +161,10 @@ async function writeChange(tx: Tx, next: ListingState, type: EventType, nowMs: n
     .where('provider_id', '=', next.provider_id)
     .where('id', '=', next.id)
     .execute()
-  await recordEvents(tx, next.provider_id, nowMs, [{ type, listing: next }])
+  await recordEvents(tx, providerOwner(next.provider_id), nowMs, [listingEvent(type, next)])
 }
 
-async function change(tx: Tx, args: ChangeArgs, decide: (state: ListingState | undefined) => ChangeOutcome, type: EventType) {
+async function change(tx: Tx, args: ChangeArgs, decide: (state: ListingState | undefined) => ChangeOutcome, type: ListingEventType) {
   const outcome = decide(await lockedListing(tx, args))
   if (outcome.kind === 'done' && outcome.changed) await writeChange(tx, outcome.listing, type, args.nowMs)
   return outcome
@@ -230,9 +231,9 @@ export async function expireListings(tx: Tx, providerId: string, ids: readonly s
     .execute()
   await recordEvents(
     tx,
-    providerId,
+    providerOwner(providerId),
     nowMs,
-    rows.map((row) => ({ type: 'listing.expired', listing: expiredState(stateFromRow(row)) })),
+    rows.map((row) => listingEvent('listing.expired', expiredState(stateFromRow(row)))),
   )
   return rows.length
 }

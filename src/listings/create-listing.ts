@@ -5,7 +5,7 @@ import { isUniqueViolation, onPostgres } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import { sql } from 'kysely'
 import { Problem } from '../errors.js'
-import { eventRows, insertEvents } from '../events/record.js'
+import { eventRows, insertEvents, listingEvent } from '../events/record.js'
 import { listingId, listingIdRandomPart, listingIdSql, prefixedId } from '../ids.js'
 import { listingImages, type ImageCheck } from '../images/check.js'
 import type { Provider } from '../providers/repository.js'
@@ -95,7 +95,7 @@ export async function insertListings(tx: Tx, providerId: string, creates: readon
     .execute()
   const events = eventRows(
     createdAtMs,
-    states.map((listing) => ({ type: 'listing.created' as const, listing })),
+    states.map((listing) => listingEvent('listing.created', listing)),
   )
   await insertEvents(tx, providerId, counter.event_count - n + 1, createdAtMs, events)
   return states.map((state) => ({ listingId: state.id, expiresAtUnix: state.expires_at_unix }))
@@ -204,15 +204,15 @@ function createsTogether(tx: Tx) {
         from batch
         returning id, expires_at_unix, seq
       ), event as (
-        insert into events (id, provider_id, seq, type, listing_id, created_at_ms, snapshot)
+        insert into events (id, owner_id, seq, type, listing_id, created_at_ms, snapshot)
         select event_id, provider_id, event_seq, 'listing.created', id, created_at_ms,
           '{"id":"' || id || '","created_at_ms":' || created_at_ms || ',"updated_at_ms":' || created_at_ms || ',"expires_at_unix":' || expires_at_unix
             || ',"items":' || items_record || ',' || substr(snapshot_rest, 2)
         from batch
       ), delivery as (
-        insert into webhook_deliveries (id, endpoint_id, event_id, provider_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
-        select w.id || ':' || batch.event_id, w.id, batch.event_id, w.provider_id, 'listing.created', 0, batch.created_at_ms, batch.created_at_ms
-        from batch join webhook_endpoints w on w.provider_id = ${param('providerId')} and w.status = 'enabled'
+        insert into webhook_deliveries (id, endpoint_id, event_id, owner_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
+        select w.id || ':' || batch.event_id, w.id, batch.event_id, w.owner_id, 'listing.created', 0, batch.created_at_ms, batch.created_at_ms
+        from batch join webhook_endpoints w on w.owner_id = ${param('providerId')} and w.status = 'enabled'
           and (w.event_mask & ${sql.lit(eventBit('listing.created'))}) <> 0
       )
       select id, expires_at_unix from listing order by seq`,

@@ -3,6 +3,7 @@ import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import type { PositionedRead, ReadYourWrites } from '../db/read-your-writes.js'
 import type { Tables } from '../db/tables.js'
+import { providerOwner } from '../events/owner.js'
 import { TrailingBatches } from '../trailing-batches.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
 import { pageItems, type ListingsPageData, type PageListing } from './page-view.js'
@@ -210,6 +211,6 @@ export class ListingRepository {
   /** On the standby when there is one and it has replayed the provider's writes, else on the primary. */
   #read<T>(providerId: string, onStandby: (standby: Standby) => Promise<PositionedRead<T>>, onPrimary: () => Promise<T>): Promise<T> {
     const standby = this.#standby
-    return standby ? standby.reads.read(providerId, () => onStandby(standby), onPrimary) : onPrimary()
+    return standby ? standby.reads.read(providerOwner(providerId), () => onStandby(standby), onPrimary) : onPrimary()
   }
 }

@@ -18,12 +18,12 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by `authenticate` on every /api/v1 request that gets past it: who the token belongs to. */
     principal: Principal | null
-    /** The principal when it is a provider (every route but discovery's), else null. */
+    /** The principal when it is a provider, else null. */
     provider: Provider | null
   }
   interface FastifyContextConfig {
-    /** Which kind of client a route under /api/v1 serves; provider unless it says otherwise. */
-    principal?: PrincipalKind
+    /** Which kind of client a route under /api/v1 serves: provider unless it says otherwise; `any` serves both. */
+    principal?: PrincipalKind | 'any'
   }
 }
 
@@ -47,8 +47,8 @@ const forbidden = (wanted: PrincipalKind, got: PrincipalKind) => new Problem('fo
 
 /**
  * onRequest, before the body is read, so an unauthenticated request costs no parsing, validation or image fetching.
- * A token of the other kind than the route's config.principal is 403, also before any other work; a path no route
- * serves stays 404 for either kind.
+ * A token of the other kind than the route's config.principal is 403 (a route for `any` serves both), also before
+ * any other work; a path no route serves stays 404 for either kind.
  */
 export function authenticate(providers: ProviderRepository, clock: Clock): onRequestAsyncHookHandler {
   // Valid tokens only, keyed by hash: a token issued a moment ago works at once, and unknown tokens cannot fill the cache.
@@ -78,7 +78,7 @@ export function authenticate(providers: ProviderRepository, clock: Clock): onReq
     request.principal = principal
     request.provider = principal.kind === 'provider' ? principal.provider : null
     const wanted = request.routeOptions.config.principal ?? 'provider'
-    if (!request.is404 && principal.kind !== wanted) throw forbidden(wanted, principal.kind)
+    if (!request.is404 && wanted !== 'any' && principal.kind !== wanted) throw forbidden(wanted, principal.kind)
   }
 }
 
@@ -88,9 +88,14 @@ export function providerOf(request: FastifyRequest): Provider {
   return request.provider
 }
 
-/** Whoever a request under /api/v1 is authenticated as: what rate limits and logs are keyed by. */
+/** Whoever a request under /api/v1 is authenticated as. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error('route is not behind authenticate()')
+  return request.principal
+}
+
+/** The id of whoever a request under /api/v1 is authenticated as: what rate limits and logs are keyed by. */
 export function principalIdOf(request: FastifyRequest): string {
-  const principal = request.principal
-  if (!principal) throw new Error('route is not behind authenticate()')
+  const principal = principalOf(request)
   return principal.kind === 'provider' ? principal.provider.id : principal.marketplace.id
 }

@@ -19,13 +19,14 @@ export interface ClaimArgs {
 }
 
 interface DeliveryTarget {
-  provider_id: string
+  owner_id: string
   endpoint_id: string
   url: string
   secret: string
   previous_secret: string | null
   previous_secret_until_ms: number | null
-  industry: string
+  /** The provider's, for its listing events; null for a marketplace's endpoint. */
+  industry: string | null
 }
 
 export interface ClaimedDelivery extends EventRow, DeliveryTarget {
@@ -51,7 +52,7 @@ interface DueEndpoint {
  * Leases due deliveries of enabled endpoints. Endpoints at their share in this process, or resting, are passed over
  * in SQL, so one slow receiver with a long queue cannot starve the others; a failing endpoint gets one attempt at a
  * time, so a receiver that is down is probed, not flooded. Endpoints are found by a read that locks nothing, then
- * each is leased on its provider's rows alone.
+ * each is leased on its owner's rows alone.
  */
 export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Promise<Claim> {
   const deliveries: ClaimedDelivery[] = []
@@ -72,7 +73,7 @@ export async function claimDeliveries(db: Kysely<Tables>, args: ClaimArgs): Prom
     const events = await db
       .selectFrom('events')
       .select(['id', 'seq', 'type', 'created_at_ms', 'snapshot'])
-      .where('provider_id', '=', target.provider_id)
+      .where('owner_id', '=', target.owner_id)
       .where(
         'id',
         'in',
@@ -105,9 +106,10 @@ async function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEnd
     .selectFrom((eb) =>
       eb
         .selectFrom('webhook_endpoints as w')
-        .innerJoin('providers as p', 'p.id', 'w.provider_id')
+        // A marketplace's endpoint has no provider, and its events no listing to show: no industry.
+        .leftJoin('providers as p', 'p.id', 'w.owner_id')
         .select([
-          'w.provider_id',
+          'w.owner_id',
           'w.id as endpoint_id',
           'w.url',
           'w.secret',
@@ -120,7 +122,7 @@ async function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEnd
           eb
             .selectFrom('webhook_deliveries as x')
             .select((eb) => eb.fn.min('x.next_attempt_at_ms').as('due'))
-            .whereRef('x.provider_id', '=', 'w.provider_id')
+            .whereRef('x.owner_id', '=', 'w.owner_id')
             .whereRef('x.endpoint_id', '=', 'w.id')
             .where('x.next_attempt_at_ms', '<=', args.nowMs)
             .as('due_since'),
@@ -132,7 +134,7 @@ async function dueEndpoints(db: Kysely<Tables>, args: ClaimArgs): Promise<DueEnd
     .selectAll()
     .where('due_since', 'is not', null)
     .orderBy('due_since')
-    .orderBy('provider_id')
+    .orderBy('owner_id')
     .orderBy('endpoint_id')
     .execute()
   return rows.map(({ failing_since_ms, due_since: _, ...target }) => ({ target, failing_since_ms }))
@@ -146,12 +148,12 @@ function leaseDue(db: Kysely<Tables>, endpoint: DeliveryTarget, room: number, ar
   return db
     .updateTable('webhook_deliveries')
     .set({ lease_until_ms: args.leaseUntilMs })
-    .where('provider_id', '=', endpoint.provider_id)
+    .where('owner_id', '=', endpoint.owner_id)
     .where('id', 'in', (eb) =>
       eb
         .selectFrom('webhook_deliveries')
         .select('id')
-        .where('provider_id', '=', endpoint.provider_id)
+        .where('owner_id', '=', endpoint.owner_id)
         .where('endpoint_id', '=', endpoint.endpoint_id)
         .where('next_attempt_at_ms', '<=', args.nowMs)
         .where((eb) => eb.or([eb('lease_until_ms', 'is', null), eb('lease_until_ms', '<=', args.nowMs)]))
@@ -165,7 +167,7 @@ function leaseDue(db: Kysely<Tables>, endpoint: DeliveryTarget, room: number, ar
 
 export interface AttemptRecord {
   deliveryId: string
-  providerId: string
+  ownerId: string
   endpointId: string
   eventId: string
   type: string
@@ -203,19 +205,19 @@ export function disableReason(gone: boolean, failingSinceMs: number, nowMs: numb
   return null
 }
 
-/** Records attempts in the log, their deliveries and their endpoints, a transaction per provider; returns the endpoints it disabled. */
+/** Records attempts in the log, their deliveries and their endpoints, a transaction per owner; returns the endpoints it disabled. */
 export async function recordAttempts({ transact }: JobDatabase, { nowMs, records, disableAfterMs }: RecordArgs): Promise<string[]> {
   const disabled: string[] = []
-  for (const [providerId, own] of byProvider(records, 'providerId')) {
-    disabled.push(...(await transact(recordProviderAttempts, providerId, own, nowMs, disableAfterMs)))
+  for (const [ownerId, own] of byProvider(records, 'ownerId')) {
+    disabled.push(...(await transact(recordOwnerAttempts, ownerId, own, nowMs, disableAfterMs)))
   }
   return disabled
 }
 
 /** An attempt whose delivery is no longer owed (endpoint deleted, or recorded by another instance after our lease ran out) leaves no trace. */
-export async function recordProviderAttempts(
+export async function recordOwnerAttempts(
   tx: Tx,
-  providerId: string,
+  ownerId: string,
   records: readonly AttemptRecord[],
   nowMs: number,
   disableAfterMs: number,
@@ -225,7 +227,7 @@ export async function recordProviderAttempts(
   const retries = records.filter((record) => record.retryAtMs !== null)
   const owed = new Set<string>()
   if (done.length > 0) {
-    const removed = await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('id', 'in', done).returning('id').execute()
+    const removed = await tx.deleteFrom('webhook_deliveries').where('owner_id', '=', ownerId).where('id', 'in', done).returning('id').execute()
     for (const row of removed) owed.add(row.id)
   }
   // One statement each: once an endpoint has failed it has one attempt in flight at a time, so retries come few at once.
@@ -233,7 +235,7 @@ export async function recordProviderAttempts(
     const rescheduled = await tx
       .updateTable('webhook_deliveries')
       .set({ attempts: record.attempt, next_attempt_at_ms: record.retryAtMs as number, lease_until_ms: null })
-      .where('provider_id', '=', providerId)
+      .where('owner_id', '=', ownerId)
       .where('id', '=', record.deliveryId)
       .returning('id')
       .executeTakeFirst()
@@ -245,7 +247,7 @@ export async function recordProviderAttempts(
     .insertInto('webhook_attempts')
     .values(
       recorded.map((record) => ({
-        provider_id: providerId,
+        owner_id: ownerId,
         endpoint_id: record.endpointId,
         event_id: record.eventId,
         event_type: record.type,
@@ -272,7 +274,7 @@ export async function recordProviderAttempts(
   const disabled: string[] = []
   for (const endpointId of [...latest.keys()].sort()) {
     const endpoint = (qb: UpdateQueryBuilder<Tables, 'webhook_endpoints', 'webhook_endpoints', UpdateResult>) =>
-      qb.where('provider_id', '=', providerId).where('id', '=', endpointId)
+      qb.where('owner_id', '=', ownerId).where('id', '=', endpointId)
     if ((latest.get(endpointId) as AttemptRecord).succeeded) {
       await tx.updateTable('webhook_endpoints').set({ failing_since_ms: null }).$call(endpoint).where('failing_since_ms', 'is not', null).execute()
       continue

@@ -11,5 +11,5 @@ export const maskOf = (types: readonly EventType[]): number => types.reduce((mas
 
 export const typesOf = (mask: number): EventType[] => EventTypes.filter((type) => (mask & eventBit(type)) !== 0)
 
-/** An endpoint created without `events` receives every type. */
-export const ALL_EVENTS = maskOf(EventTypes)
+/** An endpoint created without `events` receives every type, also those added later: every bit. */
+export const ALL_EVENTS = -1

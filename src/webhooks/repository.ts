@@ -4,6 +4,7 @@ import type { Transact } from '../db/write-transaction.js'
 import { onPostgres } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import type { Tables, WebhookAttemptsTable, WebhookEndpointsTable } from '../db/tables.js'
+import { ownerTable, type Owner } from '../events/owner.js'
 import type { EventType } from '../events/types.js'
 import { typesOf } from './event-mask.js'
 import type { DeliveryAttempt, WebhookEndpoint } from './schemas.js'
@@ -12,7 +13,7 @@ export type EndpointRow = WebhookEndpointsTable
 
 const ENDPOINT_COLUMNS = [
   'id',
-  'provider_id',
+  'owner_id',
   'url',
   'event_mask',
   'status',
@@ -24,10 +25,10 @@ const ENDPOINT_COLUMNS = [
   'failing_since_ms',
 ] as const satisfies ReadonlyArray<keyof EndpointRow>
 
-export const MAX_ENDPOINTS_PER_PROVIDER = 10
+export const MAX_ENDPOINTS_PER_OWNER = 10
 
 export interface NewEndpoint {
-  providerId: string
+  owner: Owner
   id: string
   url: string
   eventMask: number
@@ -35,8 +36,9 @@ export interface NewEndpoint {
   nowMs: number
 }
 
+/** An endpoint named by its owner's id (a provider's or a marketplace's) and its own. */
 interface Owned {
-  providerId: string
+  ownerId: string
   endpointId: string
 }
 
@@ -55,7 +57,7 @@ export function endpointView(row: EndpointRow): WebhookEndpoint {
 }
 
 /** A line of the delivery log: an attempt made, or the next attempt of a delivery still owed (`pending`). */
-type LogRow = Omit<WebhookAttemptsTable, 'provider_id' | 'endpoint_id' | 'outcome' | 'duration_ms'> & {
+type LogRow = Omit<WebhookAttemptsTable, 'owner_id' | 'endpoint_id' | 'outcome' | 'duration_ms'> & {
   outcome: WebhookAttemptsTable['outcome'] | 'pending'
   duration_ms: number | null
 }
@@ -63,19 +65,19 @@ type LogRow = Omit<WebhookAttemptsTable, 'provider_id' | 'endpoint_id' | 'outcom
 export class WebhookRepository {
   readonly #db: Kysely<Tables>
   readonly #transact: Transact
-  readonly #list: PreparedQuery<{ providerId: string }, EndpointRow>
-  readonly #one: PreparedQuery<{ providerId: string; id: string }, EndpointRow>
-  readonly #log: PreparedQuery<{ providerId: string; endpointId: string; limit: number }, LogRow>
+  readonly #list: PreparedQuery<{ ownerId: string }, EndpointRow>
+  readonly #one: PreparedQuery<{ ownerId: string; id: string }, EndpointRow>
+  readonly #log: PreparedQuery<{ ownerId: string; endpointId: string; limit: number }, LogRow>
 
   constructor(database: Database) {
     this.#db = database.writer
     this.#transact = database.transact
     const columns = ENDPOINT_COLUMNS
     this.#list = new PreparedQuery(database.kysely, (db, param) =>
-      db.selectFrom('webhook_endpoints').select(columns).where('provider_id', '=', param('providerId')).orderBy('created_at_ms').orderBy('id'),
+      db.selectFrom('webhook_endpoints').select(columns).where('owner_id', '=', param('ownerId')).orderBy('created_at_ms').orderBy('id'),
     )
     this.#one = new PreparedQuery(database.kysely, (db, param) =>
-      db.selectFrom('webhook_endpoints').select(columns).where('id', '=', param('id')).where('provider_id', '=', param('providerId')),
+      db.selectFrom('webhook_endpoints').select(columns).where('id', '=', param('id')).where('owner_id', '=', param('ownerId')),
     )
     // One statement, one snapshot: an attempt and its rescheduled delivery commit together, so the log shows both or neither.
     this.#log = new PreparedQuery(database.kysely, (db, param) => {
@@ -91,14 +93,14 @@ export class WebhookRepository {
           'next_attempt_at_ms as at_ms',
           sql<string | null>`cast(null as text)`.as('error'),
         ])
-        .where('provider_id', '=', param('providerId'))
+        .where('owner_id', '=', param('ownerId'))
         .where('endpoint_id', '=', param('endpointId'))
         .orderBy('next_attempt_at_ms', 'desc')
         .limit(param('limit'))
       const made = db
         .selectFrom('webhook_attempts')
         .select(['event_id', 'event_type', 'attempt', 'outcome', 'response_status', 'duration_ms', 'at_ms', 'error'])
-        .where('provider_id', '=', param('providerId'))
+        .where('owner_id', '=', param('ownerId'))
         .where('endpoint_id', '=', param('endpointId'))
         .orderBy('at_ms', 'desc')
         .limit(param('limit'))
@@ -109,15 +111,15 @@ export class WebhookRepository {
     })
   }
 
-  list(providerId: string): Promise<EndpointRow[]> {
-    return this.#list.execute({ providerId })
+  list(ownerId: string): Promise<EndpointRow[]> {
+    return this.#list.execute({ ownerId })
   }
 
-  async find(providerId: string, id: string): Promise<EndpointRow | undefined> {
-    return (await this.#one.execute({ providerId, id }))[0]
+  async find(ownerId: string, id: string): Promise<EndpointRow | undefined> {
+    return (await this.#one.execute({ ownerId, id }))[0]
   }
 
-  /** A new endpoint, or 'limit' when the provider already has MAX_ENDPOINTS_PER_PROVIDER. */
+  /** A new endpoint, or 'limit' when the owner already has MAX_ENDPOINTS_PER_OWNER. */
   create(args: NewEndpoint): Promise<EndpointRow | 'limit'> {
     return this.#transact(insertEndpoint, args)
   }
@@ -128,31 +130,31 @@ export class WebhookRepository {
   }
 
   /** The secret it replaces keeps signing until `previousUntilMs`. */
-  rotateSecret({ providerId, endpointId, secret, previousUntilMs }: Owned & { secret: string; previousUntilMs: number }): Promise<EndpointRow | undefined> {
+  rotateSecret({ ownerId, endpointId, secret, previousUntilMs }: Owned & { secret: string; previousUntilMs: number }): Promise<EndpointRow | undefined> {
     // Every right-hand side reads the row as it was: the previous secret is the one being replaced.
     return this.#db
       .updateTable('webhook_endpoints')
       .set((eb) => ({ previous_secret: eb.ref('secret'), previous_secret_until_ms: previousUntilMs, secret }))
       .where('id', '=', endpointId)
-      .where('provider_id', '=', providerId)
+      .where('owner_id', '=', ownerId)
       .returning(ENDPOINT_COLUMNS)
       .executeTakeFirst()
   }
 
   /** Enabled again, with a clean record: its deliveries still owed are attempted when due. */
-  enable({ providerId, endpointId }: Owned): Promise<EndpointRow | undefined> {
+  enable({ ownerId, endpointId }: Owned): Promise<EndpointRow | undefined> {
     return this.#db
       .updateTable('webhook_endpoints')
       .set({ status: 'enabled', disabled_reason: null, failing_since_ms: null })
       .where('id', '=', endpointId)
-      .where('provider_id', '=', providerId)
+      .where('owner_id', '=', ownerId)
       .returning(ENDPOINT_COLUMNS)
       .executeTakeFirst()
   }
 
   /** Newest first. */
-  async deliveries({ providerId, endpointId }: Owned, limit: number): Promise<DeliveryAttempt[]> {
-    const rows = await this.#log.execute({ providerId, endpointId, limit })
+  async deliveries({ ownerId, endpointId }: Owned, limit: number): Promise<DeliveryAttempt[]> {
+    const rows = await this.#log.execute({ ownerId, endpointId, limit })
     const entries: Array<DeliveryAttempt & { atMs: number }> = rows.map((row) => ({
       eventId: row.event_id,
       type: row.event_type as EventType,
@@ -169,26 +171,26 @@ export class WebhookRepository {
   }
 }
 
-/** A write transaction (database.transact): a new endpoint, unless the provider has MAX_ENDPOINTS_PER_PROVIDER. */
+/** A write transaction (database.transact): a new endpoint, unless the owner has MAX_ENDPOINTS_PER_OWNER. */
 export async function insertEndpoint(tx: Tx, args: NewEndpoint): Promise<EndpointRow | 'limit'> {
-  // The provider's row, locked: two creates at once cannot both pass the limit.
+  // The owner's row (its provider's or marketplace's), locked: two creates at once cannot both pass the limit.
   await tx
-    .selectFrom('providers')
+    .selectFrom(ownerTable[args.owner.kind])
     .select('id')
-    .where('id', '=', args.providerId)
+    .where('id', '=', args.owner.id)
     .$if(onPostgres(tx), (qb) => qb.forUpdate())
     .execute()
   const counted = await tx
     .selectFrom('webhook_endpoints')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('provider_id', '=', args.providerId)
+    .where('owner_id', '=', args.owner.id)
     .executeTakeFirstOrThrow()
-  if (Number(counted.n) >= MAX_ENDPOINTS_PER_PROVIDER) return 'limit'
+  if (Number(counted.n) >= MAX_ENDPOINTS_PER_OWNER) return 'limit'
   return tx
     .insertInto('webhook_endpoints')
     .values({
       id: args.id,
-      provider_id: args.providerId,
+      owner_id: args.owner.id,
       url: args.url,
       event_mask: args.eventMask,
       status: 'enabled',
@@ -204,10 +206,10 @@ export async function insertEndpoint(tx: Tx, args: NewEndpoint): Promise<Endpoin
 }
 
 /** A write transaction (database.transact): the endpoint with what it is still owed and its log. */
-export async function deleteEndpoint(tx: Tx, { providerId, endpointId }: Owned): Promise<boolean> {
-  const gone = await tx.deleteFrom('webhook_endpoints').where('id', '=', endpointId).where('provider_id', '=', providerId).returning('id').executeTakeFirst()
+export async function deleteEndpoint(tx: Tx, { ownerId, endpointId }: Owned): Promise<boolean> {
+  const gone = await tx.deleteFrom('webhook_endpoints').where('id', '=', endpointId).where('owner_id', '=', ownerId).returning('id').executeTakeFirst()
   if (!gone) return false
-  await tx.deleteFrom('webhook_deliveries').where('provider_id', '=', providerId).where('endpoint_id', '=', endpointId).execute()
-  await tx.deleteFrom('webhook_attempts').where('provider_id', '=', providerId).where('endpoint_id', '=', endpointId).execute()
+  await tx.deleteFrom('webhook_deliveries').where('owner_id', '=', ownerId).where('endpoint_id', '=', endpointId).execute()
+  await tx.deleteFrom('webhook_attempts').where('owner_id', '=', ownerId).where('endpoint_id', '=', endpointId).execute()
   return true
 }

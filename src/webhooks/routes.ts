@@ -1,14 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import type { Clock } from '../clock.js'
 import { invalidRequest, Problem, type ProblemType } from '../errors.js'
 import { jsonResponse, noContentResponse } from '../http/openapi.js'
 import { defaultsFilled } from '../http/validation.js'
 import { prefixedId } from '../ids.js'
 import { ipLiteral, type AddressPolicy } from '../images/address-policy.js'
-import { providerOf } from '../providers/authenticate.js'
+import { ownerOf } from '../events/owner.js'
+import { principalOf } from '../providers/authenticate.js'
 import { BIDI_CONTROLS_DETAIL, hasBidiControls } from './bidi-controls.js'
 import { ALL_EVENTS, maskOf } from './event-mask.js'
-import { endpointView, MAX_ENDPOINTS_PER_PROVIDER, type WebhookRepository } from './repository.js'
+import { endpointView, MAX_ENDPOINTS_PER_OWNER, type WebhookRepository } from './repository.js'
 import {
   CreatedWebhookEndpoint,
   CreateWebhookBody,
@@ -59,20 +61,27 @@ const endpointResponse = (description: string) => jsonResponse(description, Webh
 
 const PROBLEMS: ProblemType[] = ['invalid-request', 'not-found', 'internal', 'unavailable']
 
+/** A provider's and a marketplace's endpoints alike: each sees and changes only its own. */
+const ownerId = (request: FastifyRequest) => ownerOf(principalOf(request)).id
+
+/** Every route here serves provider and marketplace tokens. */
+const config = { principal: 'any' } as const
+
 export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (app, { webhooks, clock, policy }) => {
   app.post(
     '/webhooks',
     {
+      config,
       schema: {
         operationId: 'createWebhook',
         tags: ['webhooks'],
         summary: 'Add a webhook endpoint',
         description:
-          'Every event of the chosen types committed from now on is POSTed to `url`, signed as the Standard ' +
+          'Every event of your stream of the chosen types committed from now on is POSTed to `url`, signed as the Standard ' +
           'Webhooks specification says (`webhook-id`, `webhook-timestamp`, `webhook-signature`); its body is the ' +
           'event as the feed shows it. Any `2xx` within WEBHOOK_TIMEOUT_MS is success; redirects are not followed; ' +
           '`410` disables the endpoint; anything else is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, ' +
-          `20 h and 24 h (WEBHOOK_RETRY_SCHEDULE). At most ${MAX_ENDPOINTS_PER_PROVIDER} endpoints per provider. ` +
+          `20 h and 24 h (WEBHOOK_RETRY_SCHEDULE). At most ${MAX_ENDPOINTS_PER_OWNER} endpoints per provider or marketplace. ` +
           'The answer holds the signing secret, shown only here (and at rotation).',
         body: CreateWebhookBody,
         response: {
@@ -82,7 +91,6 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       },
     },
     async (request, reply) => {
-      const provider = providerOf(request)
       const input = request.body
       if (hasBidiControls(input.url)) throw invalidRequest([{ pointer: '/url', detail: BIDI_CONTROLS_DETAIL }])
       const literal = ipLiteral(new URL(input.url).hostname)
@@ -92,7 +100,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       const nowMs = clock()
       const secret = generateSecret()
       const created = await webhooks.create({
-        providerId: provider.id,
+        owner: ownerOf(principalOf(request)),
         id: prefixedId('wh', nowMs),
         url: input.url,
         eventMask: input.events === undefined ? ALL_EVENTS : maskOf(input.events),
@@ -100,7 +108,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         nowMs,
       })
       if (created === 'limit') {
-        throw new Problem('conflict', `you already have ${MAX_ENDPOINTS_PER_PROVIDER} webhook endpoints, the most a provider may have; delete one first`)
+        throw new Problem('conflict', `you already have ${MAX_ENDPOINTS_PER_OWNER} webhook endpoints, the most you may have; delete one first`)
       }
       return reply.code(201).send({ ...endpointView(created), secret })
     },
@@ -109,6 +117,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
   app.get(
     '/webhooks',
     {
+      config,
       schema: {
         operationId: 'listWebhooks',
         tags: ['webhooks'],
@@ -118,28 +127,30 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         'x-problems': ['internal', 'unavailable'],
       },
     },
-    async (request) => ({ data: (await webhooks.list(providerOf(request).id)).map(endpointView) }),
+    async (request) => ({ data: (await webhooks.list(ownerId(request))).map(endpointView) }),
   )
 
   app.get(
     '/webhooks/:webhookId',
     {
+      config,
       schema: {
         operationId: 'getWebhook',
         tags: ['webhooks'],
         summary: 'One webhook endpoint',
-        description: 'With its `status` and, when disabled, why. Another provider’s endpoint is `404`, as an unknown id is.',
+        description: 'With its `status` and, when disabled, why. Another provider’s or marketplace’s endpoint is `404`, as an unknown id is.',
         params: WebhookIdParams,
         response: { 200: endpointResponse('The endpoint.') },
         'x-problems': PROBLEMS,
       },
     },
-    async (request) => endpointView(found(await webhooks.find(providerOf(request).id, endpointIdOf(request.params)))),
+    async (request) => endpointView(found(await webhooks.find(ownerId(request), endpointIdOf(request.params)))),
   )
 
   app.delete(
     '/webhooks/:webhookId',
     {
+      config,
       schema: {
         operationId: 'deleteWebhook',
         tags: ['webhooks'],
@@ -152,7 +163,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     },
     async (request, reply) => {
       const endpointId = endpointIdOf(request.params)
-      if (!(await webhooks.delete({ providerId: providerOf(request).id, endpointId }))) throw notFound()
+      if (!(await webhooks.delete({ ownerId: ownerId(request), endpointId }))) throw notFound()
       return reply.code(204).send()
     },
   )
@@ -160,6 +171,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
   app.post(
     '/webhooks/:webhookId/rotate-secret',
     {
+      config,
       schema: {
         operationId: 'rotateWebhookSecret',
         tags: ['webhooks'],
@@ -175,7 +187,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     async (request) => {
       const endpointId = endpointIdOf(request.params)
       const secret = generateSecret()
-      found(await webhooks.rotateSecret({ providerId: providerOf(request).id, endpointId, secret, previousUntilMs: clock() + ROTATION_OVERLAP_MS }))
+      found(await webhooks.rotateSecret({ ownerId: ownerId(request), endpointId, secret, previousUntilMs: clock() + ROTATION_OVERLAP_MS }))
       return { secret }
     },
   )
@@ -183,6 +195,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
   app.post(
     '/webhooks/:webhookId/enable',
     {
+      config,
       schema: {
         operationId: 'enableWebhook',
         tags: ['webhooks'],
@@ -197,13 +210,14 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
     },
     async (request) => {
       const endpointId = endpointIdOf(request.params)
-      return endpointView(found(await webhooks.enable({ providerId: providerOf(request).id, endpointId })))
+      return endpointView(found(await webhooks.enable({ ownerId: ownerId(request), endpointId })))
     },
   )
 
   app.get(
     '/webhooks/:webhookId/deliveries',
     {
+      config,
       schema: {
         operationId: 'listWebhookDeliveries',
         tags: ['webhooks'],
@@ -217,9 +231,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
       },
     },
     async (request) => {
-      const endpoint = found(await webhooks.find(providerOf(request).id, endpointIdOf(request.params)))
+      const endpoint = found(await webhooks.find(ownerId(request), endpointIdOf(request.params)))
       const { limit } = request.query
-      return { data: await webhooks.deliveries({ providerId: endpoint.provider_id, endpointId: endpoint.id }, limit) }
+      return { data: await webhooks.deliveries({ ownerId: endpoint.owner_id, endpointId: endpoint.id }, limit) }
     },
   )
 }

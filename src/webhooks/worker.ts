@@ -204,7 +204,7 @@ export class DeliveryWorker {
     )
     await this.#recorder.submit('outcomes', {
       deliveryId: delivery.delivery_id,
-      providerId: delivery.provider_id,
+      ownerId: delivery.owner_id,
       endpointId: delivery.endpoint_id,
       eventId: delivery.id,
       type: delivery.type,
