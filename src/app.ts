@@ -33,6 +33,8 @@ import { ListingRepository } from './listings/repository.js'
 import { CursorCodec } from './discovery/cursor.js'
 import { DiscoveryRepository } from './discovery/repository.js'
 import { discoveryRoutes } from './discovery/routes.js'
+import { ReservationRepository } from './reservations/repository.js'
+import { reservationRoutes } from './reservations/routes.js'
 import { Representations } from './listings/representations.js'
 import { EventFeed } from './events/feed.js'
 import { eventRoutes } from './events/routes.js'
@@ -244,11 +246,19 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       // The marketplace route (config.principal); the feed and webhooks serve both kinds, every other route providers.
       const discovery = new DiscoveryRepository(database, reads)
       app.addHook('onClose', () => discovery.close())
+      const cursors = await CursorCodec.of(database)
       await api.register(discoveryRoutes, {
         discovery,
         representations: new Representations(REPRESENTATIONS_BYTES),
-        cursors: await CursorCodec.of(database),
+        cursors,
         clock,
+      })
+      await api.register(reservationRoutes, {
+        reservations: new ReservationRepository(database.kysely),
+        transact: database.transact,
+        cursors,
+        clock,
+        holdSeconds: config.RESERVATION_HOLD_SECONDS,
       })
     },
     { prefix: '/api/v1' },

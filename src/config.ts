@@ -95,10 +95,16 @@ export const ConfigSchema = Type.Object(
       default: false,
       description: '`true` lets images come from loopback/private addresses (development and tests only)',
     }),
+    RESERVATION_HOLD_SECONDS: Type.Integer({
+      minimum: 30,
+      maximum: 3600,
+      default: 600,
+      description: 'how long a reservation holds its units when the request names no `holdSeconds`, 30 to 3600',
+    }),
     RATE_LIMIT_PER_MINUTE: Type.Integer({
       minimum: 0,
       default: 600,
-      description: 'requests per minute per provider on `/api/v1/*`; `0` disables',
+      description: 'requests per minute per provider or marketplace on `/api/v1/*`; `0` disables',
     }),
     PUBLIC_RATE_LIMIT_PER_MINUTE: Type.Integer({
       minimum: 0,

@@ -36,7 +36,7 @@ export const problemTypes = {
     status: 404,
     title: 'Not found',
     description:
-      'No route has this method and path, or none of your listings, events or webhook endpoints has this id ' +
+      'No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id ' +
       '(another provider’s are as unknown as ids that do not exist), or no image has this name.',
   },
   // Answered before any route sees the request (answerClientError).
@@ -60,13 +60,31 @@ export const problemTypes = {
     status: 409,
     title: 'Conflict',
     description:
-      'The referenceId is already used by one of your listings with a different body; or you already have the ' +
-      'most webhook endpoints a provider may have (10).',
+      'The referenceId is already used by one of your listings (or reservations) with a different body; or you already have the ' +
+      'most webhook endpoints an owner may have (10).',
   },
   'listing-closed': {
     status: 409,
     title: 'Listing closed',
     description: 'The listing is expired or withdrawn: it can no longer change (an expired one cannot be withdrawn either).',
+  },
+  'insufficient-stock': {
+    status: 409,
+    title: 'Insufficient stock',
+    description:
+      'A reservation asks for more units than are available now: `errors[]` names each short line (`/items/<k>/quantity`) with its `available`, and ' +
+      'nothing is held. Or a PATCH would lower a quantity below the units reservations hold: `errors[]` names each such item with its `held`.',
+  },
+  'reservation-expired': {
+    status: 409,
+    title: 'Reservation expired',
+    description: 'The reservation’s hold ran out (now ≥ expiresAt) before it was confirmed: its units are free again. Make a new one.',
+  },
+  'reservation-closed': {
+    status: 409,
+    title: 'Reservation closed',
+    description:
+      'The reservation has ended in a way this action cannot follow: confirming a released or cancelled one, releasing a confirmed or cancelled one (cancel a confirmed one instead).',
   },
   'precondition-failed': {
     status: 412,
@@ -132,6 +150,8 @@ const ProblemDetailSchema = Type.Object(
       }),
     ),
     header: Type.Optional(Type.String({ description: 'Name of the offending request header; set for header problems.', examples: ['If-Match'] })),
+    available: Type.Optional(Type.Integer({ description: 'insufficient-stock of a reservation: the units of this line’s item available now.' })),
+    held: Type.Optional(Type.Integer({ description: 'insufficient-stock of a PATCH: the units of this item reservations hold.' })),
     detail: Type.String({ description: 'What is wrong with it, in English.', examples: ['must be >= 1'] }),
   },
   { description: 'One problem found: `pointer`, `parameter` or `header` says where, `detail` says what.' },

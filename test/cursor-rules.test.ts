@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { CursorCodec, cursorFormat } from '../src/discovery/cursor.js'
+import { CursorCodec, cursorFormat, discoverQuery } from '../src/discovery/cursor.js'
 import type { DiscoverParams } from '../src/discovery/schemas.js'
 
 // Discovery cursors (discovery/cursor.ts) as a plain codec: only a cursor this key signed, for this query, continues it.
 
-const params = { latitude: 24.7, longitude: 46.6, radiusKm: 5, sort: 'distance' } as DiscoverParams
+const params = discoverQuery({ latitude: 24.7, longitude: 46.6, radiusKm: 5, sort: 'distance' } as DiscoverParams)
 const last = { key: 1234.5, id: '01KAXYZ0000000ABCDEFGHJKMN' }
 const codec = new CursorCodec(Buffer.alloc(32, 7))
 
@@ -27,7 +27,7 @@ test('a cursor signed with another key, or changed by one character, is not one 
 
 test('a cursor of another query is refused, saying which parameters must match', () => {
   const cursor = codec.encode(params, last)
-  const refused = codec.decode({ ...params, radiusKm: 6 }, cursor)
+  const refused = codec.decode(discoverQuery({ latitude: 24.7, longitude: 46.6, radiusKm: 6, sort: 'distance' } as DiscoverParams), cursor)
   assert.equal(typeof refused, 'string')
   assert.match(refused as string, /other latitude, longitude, radiusKm, sort or minDiscountRate/)
 })

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { applyPatch, decidePatch, decideWithdraw, expiredState, patchBodyProblems, preconditionFails, type PatchArgs } from '../src/listings/changes.js'
+import { applyPatch, decidePatch, decideWithdraw, expiredState, patchBodyProblems, type PatchArgs } from '../src/listings/changes.js'
+import { preconditionFails } from '../src/http/conditional.js'
 import { itemColumns, listingColumns } from '../src/listings/columns.js'
 import { effective, newListingState, statusOf, type ListingState } from '../src/listings/listing-state.js'
 import type { CreateListingInput, PatchListingInput } from '../src/listings/schemas.js'

@@ -406,6 +406,10 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       },
     },
   ],
+  // Provoked for the reservation routes by the reservations' own provocations (below, to come).
+  'insufficient-stock': [],
+  'reservation-expired': [],
+  'reservation-closed': [],
   'listing-closed': [
     {
       route: PATCH,

@@ -15,6 +15,7 @@ import * as itemsStoredOnce from '../migrations/2026-11-25-items-stored-once.js'
 import * as shardReadyKeys from '../migrations/2026-11-25-shard-ready-keys.js'
 import * as hostedImages from '../migrations/2026-11-27-hosted-images.js'
 import * as eventOwners from '../migrations/2026-11-27-event-owners.js'
+import * as reservations from '../migrations/2026-11-27-reservations.js'
 
 interface Migration {
   name: string
@@ -37,6 +38,7 @@ export const migrations: readonly Migration[] = [
   { name: '2026-11-25-shard-ready-keys', up: shardReadyKeys.up },
   { name: '2026-11-27-hosted-images', up: hostedImages.up },
   { name: '2026-11-27-event-owners', up: eventOwners.up },
+  { name: '2026-11-27-reservations', up: reservations.up },
 ]
 
 /**

@@ -54,6 +54,44 @@ export interface ListingsTable {
   items_record: string
   /** Discovery's cell of the listing's position (cellOf). */
   cell: number
+  /** Held units by position (JSON number[]) of the reservations counted in it; null when none is (reservations/stock.ts). */
+  held_record: Generated<string | null>
+  /** The earliest expiry of a counted reservation: until then held_record is exact. */
+  holds_expire_ms: Generated<number | null>
+  /** While now is before it, every item's units are all held: discovery leaves the listing out. */
+  full_until_ms: Generated<number | null>
+}
+
+/** A reservation: the provider's data (its listing's), keyed by provider_id first. */
+export interface ReservationsTable {
+  provider_id: string
+  id: string
+  marketplace_id: string
+  reference_id: string
+  request_hash: string
+  listing_id: string
+  /** As stored: `held` stays until the expiry is recorded, though it reads as `expired` from expires_at_ms on. */
+  status: 'held' | 'confirmed' | 'released' | 'expired' | 'cancelled'
+  version: number
+  /** ReservedItem[] as JSON: the lines in the request's order, with the price and names of the moment. */
+  items_record: string
+  discount_rate: number
+  created_at_ms: number
+  updated_at_ms: number
+  expires_at_ms: number
+  ended_by: 'marketplace' | 'provider' | 'listing_withdrawn' | null
+  /** 1 while the lines are in the listing's held_record; a write of the listing takes out those run out. */
+  counted: number
+}
+
+/** A marketplace's own index of its reservations: its referenceIds, and the way to each reservation. */
+export interface MarketplaceReservationsTable {
+  marketplace_id: string
+  reference_id: string
+  reservation_id: string
+  provider_id: string
+  listing_id: string
+  created_at_ms: number
 }
 
 /** An owner's event stream: a provider's or a marketplace's (events/owner.ts). */
@@ -189,6 +227,8 @@ export interface Tables {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
   marketplaces: MarketplacesTable
+  reservations: ReservationsTable
+  marketplace_reservations: MarketplaceReservationsTable
   marketplace_tokens: MarketplaceTokensTable
   service_keys: ServiceKeysTable
   console_sessions: ConsoleSessionsTable

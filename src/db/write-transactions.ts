@@ -4,6 +4,7 @@ import { removeUnusedOfProvider } from '../images/uploads.js'
 import { insertListings } from '../listings/create-listing.js'
 import { expireListings, patchListing, withdrawListing } from '../listings/changes.js'
 import { insertMarketplace } from '../providers/marketplaces.js'
+import { endReservation, holdStock, recordHoldExpiries } from '../reservations/transactions.js'
 import { insertDemoIfNone, insertProvider } from '../providers/repository.js'
 import { recordOwnerAttempts } from '../webhooks/deliveries.js'
 import { deleteEndpoint, insertEndpoint } from '../webhooks/repository.js'
@@ -17,6 +18,9 @@ export const writeTransactions = {
   patchListing,
   withdrawListing,
   expireListings,
+  holdStock,
+  endReservation,
+  recordHoldExpiries,
   // Every change calls it last in its own transaction; alone, it records events with no other change.
   recordEvents,
   recordOwnerAttempts,

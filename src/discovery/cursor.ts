@@ -1,6 +1,5 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto'
 import type { Database } from '../db/connection.js'
-import { LISTING_ID } from '../ids.js'
 import type { DiscoverParams } from './schemas.js'
 
 /**
@@ -19,11 +18,13 @@ const CURSOR_TEXT = /^[A-Za-z0-9_-]{1,240}\.[A-Za-z0-9_-]{22}$/
 
 const NOT_ONE = 'is not a nextCursor of this API'
 
-/** What a cursor is bound to: every parameter that changes which listings match or their order, not `limit`. */
-function fingerprint(params: DiscoverParams): string {
-  const text = JSON.stringify([params.latitude, params.longitude, params.radiusKm, params.sort, params.minDiscountRate])
-  return hash('sha256', text, 'base64url').slice(0, 16)
-}
+/** What a discovery cursor is bound to: every parameter that changes which listings match or their order, not `limit`. */
+export const discoverQuery = (params: DiscoverParams) => JSON.stringify([params.latitude, params.longitude, params.radiusKm, params.sort, params.minDiscountRate])
+
+const fingerprint = (query: string) => hash('sha256', query, 'base64url').slice(0, 16)
+
+/** A listing's or a reservation's id. */
+const CURSOR_ID = /^(?:rsv_[0-9A-Z]{26}|[0-9A-HJKMNP-TV-Z]{26})$/
 
 interface Payload {
   q: string
@@ -42,7 +43,7 @@ function payloadOf(cursor: string): { payload: string; mac: string; value: Paylo
     return undefined
   }
   const { q, k, id } = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>
-  if (typeof q !== 'string' || typeof id !== 'string' || !LISTING_ID.test(id) || typeof k !== 'number' || !Number.isFinite(k) || k < 0) {
+  if (typeof q !== 'string' || typeof id !== 'string' || !CURSOR_ID.test(id) || typeof k !== 'number' || !Number.isFinite(k) || k < 0) {
     return undefined
   }
   return { payload, mac, value: { q, k, id } }
@@ -72,20 +73,21 @@ export class CursorCodec {
     return createHmac('sha256', this.#key).update(payload).digest().subarray(0, MAC_BYTES)
   }
 
-  encode(params: DiscoverParams, last: CursorKey): string {
-    const payload = Buffer.from(JSON.stringify({ q: fingerprint(params), k: last.key, id: last.id })).toString('base64url')
+  /** A cursor after `last` of the query `query` (its parameters as text, e.g. discoverQuery()). */
+  encode(query: string, last: CursorKey): string {
+    const payload = Buffer.from(JSON.stringify({ q: fingerprint(query), k: last.key, id: last.id })).toString('base64url')
     return `${payload}.${this.#mac(payload).toString('base64url')}`
   }
 
   /** The position a cursor names, or why it does not continue this query (for the 400). */
-  decode(params: DiscoverParams, cursor: string): CursorKey | string {
+  decode(query: string, cursor: string, other = 'was given for other latitude, longitude, radiusKm, sort or minDiscountRate'): CursorKey | string {
     const parsed = payloadOf(cursor)
     if (!parsed) return NOT_ONE
     // As text: base64url's last character has bits no decoder reads, so comparing bytes would accept variants.
     const expected = Buffer.from(this.#mac(parsed.payload).toString('base64url'))
     const sent = Buffer.from(parsed.mac)
     if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) return NOT_ONE
-    if (parsed.value.q !== fingerprint(params)) return 'was given for other latitude, longitude, radiusKm, sort or minDiscountRate'
+    if (parsed.value.q !== fingerprint(query)) return other
     return { key: parsed.value.k, id: parsed.value.id }
   }
 }

@@ -4,7 +4,7 @@ import { invalidRequest } from '../errors.js'
 import { jsonResponse } from '../http/openapi.js'
 import { listingView } from '../listings/listing-view.js'
 import { defaultsFilled } from '../http/validation.js'
-import type { CursorCodec, CursorKey } from './cursor.js'
+import { discoverQuery, type CursorCodec, type CursorKey } from './cursor.js'
 import type { DiscoveryRepository } from './repository.js'
 import { DiscoverPage, DiscoverQuery, exampleDiscoverPage, type DiscoverParams } from './schemas.js'
 import type { Representations } from '../listings/representations.js'
@@ -44,7 +44,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> 
       const params = request.query
       let after: CursorKey | undefined
       if (params.cursor !== undefined) {
-        const decoded = cursors.decode(params, params.cursor)
+        const decoded = cursors.decode(discoverQuery(params), params.cursor)
         if (typeof decoded === 'string') throw invalidRequest([{ parameter: 'cursor', detail: decoded }])
         after = decoded
       }
@@ -80,7 +80,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> 
       const last = page.at(-1)
       const nextCursor =
         hits.length > params.limit && last
-          ? cursors.encode(params, { key: params.sort === 'distance' ? last.distance : last.expiresAtUnix, id: last.id })
+          ? cursors.encode(discoverQuery(params), { key: params.sort === 'distance' ? last.distance : last.expiresAtUnix, id: last.id })
           : null
       // The bytes the schema's serializer would write (test/conformance.ts checks every page against it).
       return reply.type('application/json; charset=utf-8').send(discoverPageBytes(page, listings, nextCursor) as never)

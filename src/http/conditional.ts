@@ -68,3 +68,21 @@ export function notModified(header: string | undefined, etag: string): boolean {
   const opaque = etag.startsWith('W/') ? etag.slice(2) : etag
   return list.tags.some((tag) => tag.opaque === opaque)
 }
+
+/** `If-Match`, parsed: `*`, or the opaque parts of its strong entity tags. */
+export interface IfMatch {
+  any: boolean
+  tags: string[]
+}
+
+/** Whether `If-Match` stops the change: it names neither `*` nor the current version. */
+export function preconditionFails(ifMatch: IfMatch | null, version: number): boolean {
+  return ifMatch !== null && !ifMatch.any && !ifMatch.tags.includes(`"${version}"`)
+}
+
+/** An `If-Match` header as the validator let it through (format entity-tags), parsed; null when absent. */
+export function ifMatchOf(header: string | undefined): IfMatch | null {
+  if (header === undefined) return null
+  const parsed = parseEntityTags(header)
+  return parsed ? ifMatchTags(parsed) : null
+}

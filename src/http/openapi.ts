@@ -94,6 +94,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         },
         { name: 'images', description: 'Photos you upload, hosted and served by the service for your listings' },
         { name: 'discovery', description: 'For marketplaces: every provider’s active listings near a point' },
+        { name: 'reservations', description: 'Marketplaces hold, confirm and release units of a listing; providers see and cancel those on theirs' },
         { name: 'operations', description: 'Probes for load balancers and orchestrators; no token needed' },
       ],
       components: {

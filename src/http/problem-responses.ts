@@ -33,6 +33,11 @@ const problemExamples: Record<ProblemType, Problem> = {
     errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
   }),
   'listing-closed': new Problem('listing-closed', 'the listing is withdrawn: it can no longer change'),
+  'insufficient-stock': new Problem('insufficient-stock', 'not every line fits in what is available: nothing is held', {
+    errors: [{ pointer: '/items/0/quantity', detail: 'only 3 available', available: 3 }],
+  }),
+  'reservation-expired': new Problem('reservation-expired', 'the hold ran out at 2026-11-27T18:10:00.000Z: its units are free again'),
+  'reservation-closed': new Problem('reservation-closed', 'the reservation is released: it cannot be confirmed'),
   'precondition-failed': new Problem('precondition-failed', 'If-Match does not name the current version "3"'),
   'payload-too-large': new Problem('payload-too-large', 'request body is larger than 1 MiB'),
   'image-too-large': new Problem('image-too-large', 'image is 7.3 MB; the limit is 5 MiB', {

@@ -4,10 +4,12 @@ import { onPostgres } from '../db/dialect.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
 import { listingEvent, recordEvents } from '../events/record.js'
-import type { ListingEventType } from '../events/types.js'
 import { toThousandths, type ItemColumns } from './columns.js'
 import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, type ListingState } from './listing-state.js'
 import type { PatchListingInput } from './schemas.js'
+import { preconditionFails, type IfMatch } from '../http/conditional.js'
+import { releaseOnWithdraw, settledHolds, writeStock } from '../reservations/transactions.js'
+import { belowHeld } from '../reservations/stock.js'
 
 /*
  * Each rule is a plain function of the listing as it is; each change is one transaction that reads the listing
@@ -15,17 +17,12 @@ import type { PatchListingInput } from './schemas.js'
  * writes the listing and its event. Nothing is written unless something changes.
  */
 
-/** `If-Match`, parsed: `*`, or the opaque parts of its strong entity tags. */
-export interface IfMatch {
-  any: boolean
-  tags: string[]
-}
-
 export type ChangeOutcome =
   | { kind: 'not-found' }
   | { kind: 'precondition-failed'; version: number }
   | { kind: 'closed'; status: 'expired' | 'withdrawn' }
   | { kind: 'invalid'; errors: ProblemDetail[] }
+  | { kind: 'insufficient'; errors: ProblemDetail[] }
   | { kind: 'done'; listing: ListingState; changed: boolean }
 
 export interface ChangeArgs {
@@ -59,11 +56,6 @@ export function patchBodyProblems(patch: PatchListingInput): ProblemDetail[] {
     seen.add(item.position)
   })
   return problems
-}
-
-/** Whether `If-Match` stops the change: it names neither `*` nor the current version. */
-export function preconditionFails(ifMatch: IfMatch | null, version: number): boolean {
-  return ifMatch !== null && !ifMatch.any && !ifMatch.tags.includes(`"${version}"`)
 }
 
 /** Positions that name no item of this listing; positions given twice were refused with the body. */
@@ -135,49 +127,55 @@ export function expiredState(state: ListingState): ListingState {
 
 // ---- The transactions ----
 
-/** The caller's own listing, locked until the transaction ends; another provider's is as unknown as none. */
-async function lockedListing(tx: Tx, { providerId, listingId }: ChangeArgs): Promise<ListingState | undefined> {
+/** The caller's own listing, locked until the transaction ends, with its holds; another provider's is as unknown as none. */
+async function lockedListing(tx: Tx, { providerId, listingId }: ChangeArgs) {
   const row = await tx
     .selectFrom('listings')
-    .select(STATE_COLUMN_NAMES)
+    .select([...STATE_COLUMN_NAMES, 'held_record', 'holds_expire_ms'])
     .where('id', '=', listingId)
     .where('provider_id', '=', providerId)
     .$if(onPostgres(tx), (qb) => qb.forUpdate())
     .executeTakeFirst()
-  return row && stateFromRow(row)
+  if (!row) return undefined
+  const { held_record, holds_expire_ms, ...state } = row
+  return { state: stateFromRow(state), heldRecord: held_record, holdsExpireMs: holds_expire_ms }
 }
 
-async function writeChange(tx: Tx, next: ListingState, type: ListingEventType, nowMs: number): Promise<void> {
-  await tx
-    .updateTable('listings')
-    .set({
-      version: next.version,
-      updated_at_ms: next.updated_at_ms,
-      discount_rate: next.discount_rate,
-      sold_out: isSoldOut(next.items) ? 1 : 0,
-      items_record: JSON.stringify(next.items),
-      withdrawn_at_ms: next.withdrawn_at_ms,
-    })
-    .where('provider_id', '=', next.provider_id)
-    .where('id', '=', next.id)
-    .execute()
-  await recordEvents(tx, providerOwner(next.provider_id), nowMs, [listingEvent(type, next)])
-}
-
-async function change(tx: Tx, args: ChangeArgs, decide: (state: ListingState | undefined) => ChangeOutcome, type: ListingEventType) {
-  const outcome = decide(await lockedListing(tx, args))
-  if (outcome.kind === 'done' && outcome.changed) await writeChange(tx, outcome.listing, type, args.nowMs)
+/**
+ * A write transaction (database.transact). Units held by reservations stay: a quantity below its item's held units
+ * is refused (409), after every other check.
+ */
+export async function patchListing(tx: Tx, args: PatchArgs): Promise<ChangeOutcome> {
+  const locked = await lockedListing(tx, args)
+  const outcome = decidePatch(locked?.state, args)
+  if (outcome.kind !== 'done' || !locked) return outcome
+  const stocked = await settledHolds(tx, locked.state, locked.heldRecord, locked.holdsExpireMs, args.nowMs)
+  const below = belowHeld(args.patch.items ?? [], stocked.held)
+  if (below.length > 0 || !outcome.changed) {
+    if (stocked.settledNow) await writeStock(tx, stocked, false)
+    return below.length > 0 ? { kind: 'insufficient', errors: below } : outcome
+  }
+  await writeStock(tx, { ...stocked, state: outcome.listing }, true)
+  await recordEvents(tx, providerOwner(outcome.listing.provider_id), args.nowMs, [listingEvent('listing.updated', outcome.listing)])
   return outcome
 }
 
-/** A write transaction (database.transact). */
-export function patchListing(tx: Tx, args: PatchArgs): Promise<ChangeOutcome> {
-  return change(tx, args, (state) => decidePatch(state, args), 'listing.updated')
-}
-
-/** A write transaction (database.transact). */
-export function withdrawListing(tx: Tx, args: ChangeArgs): Promise<ChangeOutcome> {
-  return change(tx, args, (state) => decideWithdraw(state, args), 'listing.withdrawn')
+/** A write transaction (database.transact). The reservations held now are released with it. */
+export async function withdrawListing(tx: Tx, args: ChangeArgs): Promise<ChangeOutcome> {
+  const locked = await lockedListing(tx, args)
+  const outcome = decideWithdraw(locked?.state, args)
+  if (outcome.kind !== 'done' || !outcome.changed || !locked) return outcome
+  const next = outcome.listing
+  await tx
+    .updateTable('listings')
+    .set({ version: next.version, updated_at_ms: next.updated_at_ms, withdrawn_at_ms: next.withdrawn_at_ms })
+    .where('provider_id', '=', next.provider_id)
+    .where('id', '=', next.id)
+    .execute()
+  const withdrawn = listingEvent('listing.withdrawn', next)
+  if (locked.heldRecord !== null) await releaseOnWithdraw(tx, next, args.nowMs, [withdrawn])
+  else await recordEvents(tx, providerOwner(next.provider_id), args.nowMs, [withdrawn])
+  return outcome
 }
 
 /**

@@ -4,13 +4,13 @@ import type { TSchema } from 'typebox'
 import type { Clock } from '../clock.js'
 import type { Transact } from '../db/write-transaction.js'
 import { invalidRequest, Problem } from '../errors.js'
-import { ifMatchTags, notModified, parseEntityTags } from '../http/conditional.js'
+import { ifMatchOf, notModified } from '../http/conditional.js'
 import { jsonResponse, listingEtagHeader, notModifiedResponse } from '../http/openapi.js'
 import { UNSTORABLE } from '../http/schema-vocabulary.js'
 import { LISTING_ID } from '../ids.js'
 import { providerOf } from '../providers/authenticate.js'
 import type { Provider } from '../providers/repository.js'
-import { patchBodyProblems, patchListing, withdrawListing, type ChangeArgs, type ChangeOutcome, type IfMatch } from './changes.js'
+import { patchBodyProblems, patchListing, withdrawListing, type ChangeArgs, type ChangeOutcome } from './changes.js'
 import { effective, type ListingState } from './listing-state.js'
 import { listingEtag, listingView } from './listing-view.js'
 import type { ListingRepository } from './repository.js'
@@ -32,13 +32,6 @@ function sendListing(reply: FastifyReply, state: ListingState, provider: Provide
   return reply.header('etag', listingEtag(view)).send(view)
 }
 
-function ifMatchOf(header: string | undefined): IfMatch | null {
-  if (header === undefined) return null
-  // The validator has checked its shape (format entity-tags).
-  const parsed = parseEntityTags(header)
-  return parsed ? ifMatchTags(parsed) : null
-}
-
 function answer(reply: FastifyReply, outcome: ChangeOutcome, provider: Provider, nowMs: number) {
   switch (outcome.kind) {
     case 'not-found':
@@ -51,6 +44,8 @@ function answer(reply: FastifyReply, outcome: ChangeOutcome, provider: Provider,
       throw new Problem('listing-closed', `the listing is ${outcome.status}: it can no longer change`)
     case 'invalid':
       throw invalidRequest(outcome.errors)
+    case 'insufficient':
+      throw new Problem('insufficient-stock', 'a quantity would go below the units reservations hold', { errors: outcome.errors })
     case 'done':
       return sendListing(reply, outcome.listing, provider, nowMs)
   }
@@ -149,7 +144,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
           'event. Otherwise the version grows by 1 and a `listing.updated` event is recorded with the change. ' +
           'Concurrent changes of one listing are applied one after the other, each to the version before it. ' +
           'Checked in this order: the body (`400`), the listing (`404`), `If-Match` (`412`), its status (`409`), ' +
-          'the positions (`400`).',
+          'the positions (`400`), then the units reservations hold (`409` insufficient-stock, naming each item with its `held`).',
         params: ListingIdParams,
         headers: IfMatchHeaders,
         body: PatchListingBody,
@@ -158,6 +153,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
           'invalid-request',
           'not-found',
           'listing-closed',
+          'insufficient-stock',
           'precondition-failed',
           'payload-too-large',
           'unsupported-media-type',
@@ -183,7 +179,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
         summary: 'Withdraw a listing',
         description:
           'Takes the listing down for good: its status becomes `withdrawn`, its version grows by 1 and a ' +
-          '`listing.withdrawn` event is recorded. Withdrawing it again changes nothing and answers `200` as well. ' +
+          '`listing.withdrawn` event is recorded; every reservation held on it is released (`endedBy: "listing_withdrawn"`). Withdrawing it again changes nothing and answers `200` as well. ' +
           'An expired listing cannot be withdrawn (`409`). No body (or an empty JSON object).',
         params: ListingIdParams,
         headers: IfMatchHeaders,

@@ -1,0 +1,499 @@
+import type { Kysely } from 'kysely'
+import { byProvider } from '../by-provider.js'
+import type { JobDatabase, Tx } from '../db/connection.js'
+import type { Tables } from '../db/tables.js'
+import { onPostgres } from '../db/dialect.js'
+import type { ProblemDetail } from '../errors.js'
+import { providerOwner } from '../events/owner.js'
+import { listingEvent, recordEvents, type NewEvent } from '../events/record.js'
+import type { ReservationEventType } from '../events/types.js'
+import { prefixedId } from '../ids.js'
+import { preconditionFails, type IfMatch } from '../http/conditional.js'
+import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, type ListingState } from '../listings/listing-state.js'
+import { effectiveReservation, linesOf, reservationView, type ReservationRow, type ReservedLine } from './reservation.js'
+import type { ReservationView } from './schemas.js'
+import { availableOf, heldColumns, heldIsExact, shortLines, storedHeld, withLines, type Line } from './stock.js'
+
+/*
+ * Every change of stock is a transaction that locks the listing first (FOR UPDATE on PostgreSQL; SQLite runs one
+ * writer), then writes its reservation rows, the listing's held columns and the events: the units held and the rows
+ * that hold them change together, or not at all. Locks are taken in one order: listing, provider, marketplaces.
+ */
+
+/** A listing locked for a change of its stock: as stored, and its holds as they are now (runOut taken out). */
+export interface Stocked {
+  state: ListingState
+  held: number[]
+  holdsExpireMs: number | null
+}
+
+async function lockStocked(tx: Tx, listingId: string, providerId?: string): Promise<Stocked | undefined> {
+  const row = await tx
+    .selectFrom('listings')
+    .select([...STATE_COLUMN_NAMES, 'held_record', 'holds_expire_ms'])
+    .where('id', '=', listingId)
+    .$if(providerId !== undefined, (qb) => qb.where('provider_id', '=', providerId as string))
+    .$if(onPostgres(tx), (qb) => qb.forUpdate())
+    .executeTakeFirst()
+  if (!row) return undefined
+  const { held_record, holds_expire_ms, ...state } = row
+  const listing = stateFromRow(state)
+  return { state: listing, held: storedHeld(held_record, listing.items.length), holdsExpireMs: holds_expire_ms }
+}
+
+/**
+ * The locked listing's holds with those run out at nowMs taken out of the sum (and no longer counted): statements
+ * only when one has run out since the last write. The listing row itself is written by the caller.
+ */
+async function settled(tx: Tx, stocked: Stocked, nowMs: number): Promise<Stocked & { settledNow: boolean }> {
+  if (heldIsExact(stocked.holdsExpireMs, nowMs)) return { ...stocked, settledNow: false }
+  const { provider_id, id } = stocked.state
+  const runOut = await tx
+    .selectFrom('reservations')
+    .select(['id', 'items_record'])
+    .where('provider_id', '=', provider_id)
+    .where('listing_id', '=', id)
+    .where('counted', '=', 1)
+    .where('expires_at_ms', '<=', nowMs)
+    .execute()
+  let held = stocked.held
+  for (const row of runOut) held = withLines(held, linesOf(row), -1)
+  if (runOut.length > 0) {
+    await tx
+      .updateTable('reservations')
+      .set({ counted: 0 })
+      .where('provider_id', '=', provider_id)
+      .where(
+        'id',
+        'in',
+        runOut.map((row) => row.id),
+      )
+      .execute()
+  }
+  const next = await tx
+    .selectFrom('reservations')
+    .select((eb) => eb.fn.min('expires_at_ms').as('first'))
+    .where('provider_id', '=', provider_id)
+    .where('listing_id', '=', id)
+    .where('counted', '=', 1)
+    .executeTakeFirst()
+  return { state: stocked.state, held, holdsExpireMs: next?.first ?? null, settledNow: true }
+}
+
+/** Writes the listing's held columns, and with `state` its change (version, items) as well. */
+async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked, changed: boolean): Promise<void> {
+  const quantities = state.items.map((item) => item.quantity)
+  await tx
+    .updateTable('listings')
+    .set({
+      ...heldColumns(quantities, held, holdsExpireMs),
+      ...(changed
+        ? {
+            version: state.version,
+            updated_at_ms: state.updated_at_ms,
+            discount_rate: state.discount_rate,
+            sold_out: isSoldOut(state.items) ? 1 : 0,
+            items_record: JSON.stringify(state.items),
+          }
+        : {}),
+    })
+    .where('provider_id', '=', state.provider_id)
+    .where('id', '=', state.id)
+    .execute()
+}
+
+const RESERVATION_COLUMNS = [
+  'r.provider_id',
+  'r.id',
+  'r.marketplace_id',
+  'r.reference_id',
+  'r.request_hash',
+  'r.listing_id',
+  'r.status',
+  'r.version',
+  'r.items_record',
+  'r.discount_rate',
+  'r.created_at_ms',
+  'r.updated_at_ms',
+  'r.expires_at_ms',
+  'r.ended_by',
+  'r.counted',
+] as const
+
+/** A reservation read with its marketplace's name (the view shows it). */
+export function reservationQuery(db: Kysely<Tables>) {
+  return db
+    .selectFrom('reservations as r')
+    .innerJoin('marketplaces as m', 'm.id', 'r.marketplace_id')
+    .select([...RESERVATION_COLUMNS, 'm.name as marketplace_name'])
+}
+
+/** One reservation event to the listing's provider and one to the marketplace, provider first (the lock order). */
+async function recordReservationEvents(
+  tx: Tx,
+  nowMs: number,
+  changes: ReadonlyArray<{ type: ReservationEventType; view: ReservationView }>,
+  listingEvents: NewEvent[] = [],
+) {
+  if (changes.length === 0 && listingEvents.length === 0) return
+  const providerId = changes[0]?.view.providerId ?? (listingEvents[0]?.snapshot as ListingState).provider_id
+  const events = (list: typeof changes) => list.map(({ type, view }) => ({ type, listingId: view.listingId, snapshot: view }))
+  await recordEvents(tx, providerOwner(providerId), nowMs, [...listingEvents, ...events(changes)])
+  const byMarketplace = new Map<string, typeof changes>()
+  for (const change of changes) byMarketplace.set(change.view.marketplace.id, [...(byMarketplace.get(change.view.marketplace.id) ?? []), change])
+  for (const id of [...byMarketplace.keys()].sort()) await recordEvents(tx, { kind: 'marketplace', id }, nowMs, events(byMarketplace.get(id) ?? []))
+}
+
+// ---- Make one ----
+
+export interface HoldArgs {
+  marketplace: { id: string; name: string }
+  listingId: string
+  referenceId: string
+  lines: Line[]
+  holdSeconds: number
+  requestHash: string
+  nowMs: number
+}
+
+export type HoldOutcome =
+  | { kind: 'made' | 'replayed'; reservation: ReservationView }
+  | { kind: 'conflict' }
+  | { kind: 'not-found' }
+  | { kind: 'closed'; status: string }
+  | { kind: 'invalid'; errors: ProblemDetail[] }
+  | { kind: 'short'; errors: ProblemDetail[] }
+
+async function replayOf(tx: Tx, args: HoldArgs): Promise<HoldOutcome | undefined> {
+  const known = await tx
+    .selectFrom('marketplace_reservations')
+    .select(['provider_id', 'reservation_id'])
+    .where('marketplace_id', '=', args.marketplace.id)
+    .where('reference_id', '=', args.referenceId)
+    .executeTakeFirst()
+  if (!known) return undefined
+  const row = await reservationQuery(tx).where('r.provider_id', '=', known.provider_id).where('r.id', '=', known.reservation_id).executeTakeFirstOrThrow()
+  return row.request_hash === args.requestHash ? { kind: 'replayed', reservation: reservationView(row, args.nowMs) } : { kind: 'conflict' }
+}
+
+/**
+ * A write transaction: all lines held, or none. The order of work: a known referenceId (replay or conflict), the
+ * listing (404, 409 unless active), the positions (400), the stock (409 naming every short line).
+ */
+export async function holdStock(tx: Tx, args: HoldArgs): Promise<HoldOutcome> {
+  const replay = await replayOf(tx, args)
+  if (replay) return replay
+  const locked = await lockStocked(tx, args.listingId)
+  if (!locked) return { kind: 'not-found' }
+  const { state } = locked
+  const { status } = effective(state, args.nowMs)
+  if (status !== 'active') return { kind: 'closed', status }
+  const errors = args.lines.flatMap(({ position }, k) =>
+    position < state.items.length
+      ? []
+      : [
+          {
+            pointer: `/items/${k}/position`,
+            detail: `no item has this position: the listing has ${state.items.length} (positions 0 to ${state.items.length - 1})`,
+          },
+        ],
+  )
+  if (errors.length > 0) return { kind: 'invalid', errors }
+  const stocked = await settled(tx, locked, args.nowMs)
+  const short = shortLines(
+    args.lines,
+    availableOf(
+      state.items.map((item) => item.quantity),
+      stocked.held,
+      true,
+    ),
+  )
+  if (short.length > 0) {
+    if (stocked.settledNow) await writeStock(tx, stocked, false)
+    return { kind: 'short', errors: short }
+  }
+  const id = prefixedId('rsv', args.nowMs)
+  // A concurrent duplicate (another instance) may have committed since the replay read: the key decides.
+  const claimed = await tx
+    .insertInto('marketplace_reservations')
+    .values({
+      marketplace_id: args.marketplace.id,
+      reference_id: args.referenceId,
+      reservation_id: id,
+      provider_id: state.provider_id,
+      listing_id: state.id,
+      created_at_ms: args.nowMs,
+    })
+    .onConflict((oc) => oc.columns(['marketplace_id', 'reference_id']).doNothing())
+    .returning('reservation_id')
+    .executeTakeFirst()
+  if (!claimed) return (await replayOf(tx, args)) ?? { kind: 'conflict' }
+  const expiresAtMs = Math.min(args.nowMs + args.holdSeconds * 1000, state.expires_at_unix * 1000)
+  const lines: ReservedLine[] = args.lines.map(({ position, quantity }) => {
+    const item = state.items[position] as ListingState['items'][number]
+    return { position, quantity, price_thousandths: item.price_thousandths, name_ar: item.name_ar, name_en: item.name_en }
+  })
+  const row: ReservationRow = {
+    provider_id: state.provider_id,
+    id,
+    marketplace_id: args.marketplace.id,
+    reference_id: args.referenceId,
+    request_hash: args.requestHash,
+    listing_id: state.id,
+    status: 'held',
+    version: 1,
+    items_record: JSON.stringify(lines),
+    discount_rate: state.discount_rate,
+    created_at_ms: args.nowMs,
+    updated_at_ms: args.nowMs,
+    expires_at_ms: expiresAtMs,
+    ended_by: null,
+    counted: 1,
+  } as ReservationRow
+  const { marketplace_name: _name, ...stored } = { ...row, marketplace_name: args.marketplace.name }
+  await tx.insertInto('reservations').values(stored).execute()
+  const holdsExpireMs = Math.min(stocked.holdsExpireMs ?? expiresAtMs, expiresAtMs)
+  await writeStock(tx, { state, held: withLines(stocked.held, args.lines, 1), holdsExpireMs }, false)
+  const view = reservationView({ ...row, marketplace_name: args.marketplace.name }, args.nowMs)
+  await recordReservationEvents(tx, args.nowMs, [{ type: 'reservation.held', view }])
+  return { kind: 'made', reservation: view }
+}
+
+// ---- End one ----
+
+export type Action = 'confirm' | 'release' | 'cancel'
+
+export interface EndArgs {
+  actor: { kind: 'provider' | 'marketplace'; id: string }
+  reservationId: string
+  action: Action
+  ifMatch: IfMatch | null
+  nowMs: number
+}
+
+export type EndOutcome =
+  | { kind: 'not-found' }
+  | { kind: 'precondition-failed'; version: number }
+  | { kind: 'expired' | 'closed'; status: string }
+  | { kind: 'done'; reservation: ReservationView }
+
+type Decision = { to: 'confirmed' | 'released' | 'cancelled'; endedBy: ReservationRow['ended_by'] } | { to: null } | { refuse: 'expired' | 'closed' }
+
+/** What an action does to a reservation in its status now: a transition, nothing (already there), or a refusal. */
+export function decideEnd(action: Action, status: string, actor: EndArgs['actor']['kind']): Decision {
+  switch (action) {
+    case 'confirm':
+      if (status === 'held') return { to: 'confirmed', endedBy: null }
+      if (status === 'confirmed') return { to: null }
+      return { refuse: status === 'expired' ? 'expired' : 'closed' }
+    case 'release':
+      if (status === 'held') return { to: 'released', endedBy: 'marketplace' }
+      if (status === 'released' || status === 'expired') return { to: null }
+      return { refuse: 'closed' }
+    case 'cancel':
+      if (status === 'held') return { to: 'released', endedBy: actor }
+      if (status === 'confirmed') return { to: 'cancelled', endedBy: actor }
+      return { to: null }
+  }
+}
+
+const eventOfStatus = {
+  confirmed: 'reservation.confirmed',
+  released: 'reservation.released',
+  cancelled: 'reservation.cancelled',
+  expired: 'reservation.expired',
+} as const
+
+/**
+ * A write transaction: confirm, release or cancel, for the marketplace that made it or (cancel) the listing's
+ * provider. Concurrent ones of one reservation take turns on its listing's lock: one wins, the others see its result.
+ */
+export async function endReservation(tx: Tx, args: EndArgs): Promise<EndOutcome> {
+  const key =
+    args.actor.kind === 'marketplace'
+      ? await tx
+          .selectFrom('marketplace_reservations')
+          .select(['provider_id', 'listing_id'])
+          .where('marketplace_id', '=', args.actor.id)
+          .where('reservation_id', '=', args.reservationId)
+          .executeTakeFirst()
+      : await tx
+          .selectFrom('reservations')
+          .select(['provider_id', 'listing_id'])
+          .where('provider_id', '=', args.actor.id)
+          .where('id', '=', args.reservationId)
+          .executeTakeFirst()
+  if (!key) return { kind: 'not-found' }
+  const locked = await lockStocked(tx, key.listing_id, key.provider_id)
+  if (!locked) return { kind: 'not-found' }
+  const row = await reservationQuery(tx).where('r.provider_id', '=', key.provider_id).where('r.id', '=', args.reservationId).executeTakeFirstOrThrow()
+  const { status, version } = effectiveReservation(row, args.nowMs)
+  if (preconditionFails(args.ifMatch, version)) return { kind: 'precondition-failed', version }
+  const decision = decideEnd(args.action, status, args.actor.kind)
+  if ('refuse' in decision) return { kind: decision.refuse, status }
+  if (decision.to === null) return { kind: 'done', reservation: reservationView(row, args.nowMs) }
+
+  const lines = linesOf(row)
+  const stocked = await settled(tx, locked, args.nowMs)
+  let { state } = stocked
+  let held = stocked.held
+  const listingEvents: NewEvent[] = []
+  if (status === 'held') held = withLines(held, lines, -1)
+  const listingStatus = effective(state, args.nowMs).status
+  const quantityChange = decision.to === 'confirmed' ? -1 : decision.to === 'cancelled' && (listingStatus === 'active' || listingStatus === 'sold_out') ? 1 : 0
+  if (quantityChange !== 0) {
+    const items = state.items.map((item) => ({ ...item }))
+    for (const line of lines) {
+      const item = items[line.position] as (typeof items)[number]
+      item.quantity += quantityChange * line.quantity
+    }
+    state = { ...state, items, version: state.version + 1, updated_at_ms: Math.max(args.nowMs, state.updated_at_ms) }
+    listingEvents.push(listingEvent('listing.updated', state))
+  }
+  const holdsExpireMs = held.every((units) => units === 0) ? null : stocked.holdsExpireMs
+  if (status === 'held' || quantityChange !== 0 || stocked.settledNow) await writeStock(tx, { state, held, holdsExpireMs }, quantityChange !== 0)
+  const next: ReservationRow = { ...row, status: decision.to, version: row.version + 1, updated_at_ms: args.nowMs, ended_by: decision.endedBy, counted: 0 }
+  await tx
+    .updateTable('reservations')
+    .set({ status: next.status, version: next.version, updated_at_ms: next.updated_at_ms, ended_by: next.ended_by, counted: 0 })
+    .where('provider_id', '=', row.provider_id)
+    .where('id', '=', row.id)
+    .execute()
+  const view = reservationView(next, args.nowMs)
+  await recordReservationEvents(tx, args.nowMs, [{ type: eventOfStatus[decision.to], view }], listingEvents)
+  return { kind: 'done', reservation: view }
+}
+
+// ---- What changes of the listing do to its holds ----
+
+/** A locked listing's holds now, for PATCH (which may not go below them): see lockStocked. */
+export async function settledHolds(tx: Tx, state: ListingState, heldRecord: string | null, holdsExpireMs: number | null, nowMs: number) {
+  return settled(tx, { state, held: storedHeld(heldRecord, state.items.length), holdsExpireMs }, nowMs)
+}
+
+export { writeStock }
+
+/**
+ * On withdrawal, in its transaction: every reservation held now becomes `released` by `listing_withdrawn`, each with
+ * its events; none is counted any more (those run out are left to the sweeper, which records them `expired`).
+ */
+export async function releaseOnWithdraw(tx: Tx, withdrawn: ListingState, nowMs: number, listingEvents: NewEvent[]): Promise<void> {
+  const rows = await reservationQuery(tx)
+    .where('r.provider_id', '=', withdrawn.provider_id)
+    .where('r.listing_id', '=', withdrawn.id)
+    .where('r.status', '=', 'held')
+    .where('r.expires_at_ms', '>', nowMs)
+    .orderBy('r.created_at_ms')
+    .orderBy('r.id')
+    .execute()
+  const released = rows.map((row): ReservationRow => ({
+    ...row,
+    status: 'released',
+    version: row.version + 1,
+    updated_at_ms: nowMs,
+    ended_by: 'listing_withdrawn',
+    counted: 0,
+  }))
+  if (released.length > 0) {
+    await tx
+      .updateTable('reservations')
+      .set((eb) => ({ status: 'released', version: eb('version', '+', 1), updated_at_ms: nowMs, ended_by: 'listing_withdrawn', counted: 0 }))
+      .where('provider_id', '=', withdrawn.provider_id)
+      .where(
+        'id',
+        'in',
+        released.map((row) => row.id),
+      )
+      .execute()
+  }
+  await tx
+    .updateTable('reservations')
+    .set({ counted: 0 })
+    .where('provider_id', '=', withdrawn.provider_id)
+    .where('listing_id', '=', withdrawn.id)
+    .where('counted', '=', 1)
+    .execute()
+  await tx
+    .updateTable('listings')
+    .set({ held_record: null, holds_expire_ms: null, full_until_ms: null })
+    .where('provider_id', '=', withdrawn.provider_id)
+    .where('id', '=', withdrawn.id)
+    .execute()
+  await recordReservationEvents(
+    tx,
+    nowMs,
+    released.map((row) => ({ type: 'reservation.released' as const, view: reservationView(row, nowMs) })),
+    listingEvents,
+  )
+}
+
+// ---- Expiries ----
+
+/**
+ * A write transaction: records the expiry of a provider's reservations among `ids` still held and run out when their
+ * listing is locked (another instance may have recorded them, or the marketplace ended them, since they were found).
+ * Each: status `expired`, version + 1, changed at its expiry, no longer counted, with its events. Returns how many.
+ */
+export async function recordHoldExpiries(tx: Tx, providerId: string, ids: readonly string[], nowMs: number): Promise<number> {
+  const due = await tx.selectFrom('reservations').select(['listing_id']).distinct().where('provider_id', '=', providerId).where('id', 'in', ids).execute()
+  let recorded = 0
+  const changes: Array<{ type: 'reservation.expired'; view: ReservationView }> = []
+  for (const listingId of due.map((row) => row.listing_id).sort()) {
+    const locked = await lockStocked(tx, listingId, providerId)
+    if (!locked) continue
+    const stocked = await settled(tx, locked, nowMs)
+    if (stocked.settledNow) await writeStock(tx, stocked, false)
+    const rows = await reservationQuery(tx)
+      .where('r.provider_id', '=', providerId)
+      .where('r.listing_id', '=', listingId)
+      .where('r.id', 'in', ids)
+      .where('r.status', '=', 'held')
+      .where('r.expires_at_ms', '<=', nowMs)
+      .orderBy('r.expires_at_ms')
+      .orderBy('r.id')
+      .execute()
+    if (rows.length === 0) continue
+    await tx
+      .updateTable('reservations')
+      .set((eb) => ({ status: 'expired', version: eb('version', '+', 1), updated_at_ms: eb.ref('expires_at_ms'), counted: 0 }))
+      .where('provider_id', '=', providerId)
+      .where(
+        'id',
+        'in',
+        rows.map((row) => row.id),
+      )
+      .execute()
+    for (const row of rows) {
+      const expired: ReservationRow = { ...row, status: 'expired', version: row.version + 1, updated_at_ms: row.expires_at_ms, counted: 0 }
+      changes.push({ type: 'reservation.expired', view: reservationView(expired, nowMs) })
+    }
+    recorded += rows.length
+  }
+  await recordReservationEvents(tx, nowMs, changes)
+  return recorded
+}
+
+/**
+ * Records up to `limit` hold expiries that are due: found by one read that locks nothing, then each provider's in a
+ * transaction of its own (recordHoldExpiries checks each again under its listing's lock). Returns how many.
+ */
+export async function expireDueHolds({ db, transact }: JobDatabase, { nowMs, limit }: { nowMs: number; limit: number }): Promise<number> {
+  const due = await db
+    .selectFrom('reservations')
+    .select(['provider_id', 'id'])
+    .where('status', '=', 'held')
+    .where('expires_at_ms', '<=', nowMs)
+    .orderBy('expires_at_ms')
+    .limit(limit)
+    .execute()
+  let recorded = 0
+  for (const [providerId, rows] of byProvider(due, 'provider_id')) {
+    recorded += await transact(
+      recordHoldExpiries,
+      providerId,
+      rows.map((row) => row.id),
+      nowMs,
+    )
+  }
+  return recorded
+}
