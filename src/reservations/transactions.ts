@@ -285,6 +285,16 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
     }
     await writeStock(tx, { state: stocked.state, held, holdsExpireMs }, false)
   }
+  // A duplicate that committed while these waited for the listing's lock (PostgreSQL; SQLite runs one writer) took
+  // the units a refusal found short, or closed nothing: the refused one is its replay.
+  const refused = holds.filter((_, index) => ['short', 'closed'].includes(outcomes[index]?.kind ?? ''))
+  if (refused.length > 0 && onPostgres(tx)) {
+    const now = await knownReferences(tx, refused)
+    holds.forEach((hold, index) => {
+      const twin = ['short', 'closed'].includes(outcomes[index]?.kind ?? '') && now.get(keyOf(hold.marketplace.id, hold.referenceId))
+      if (twin && !made.some((mine) => mine.row.id === twin.id)) outcomes[index] = replayOrConflict(twin, hold)
+    })
+  }
   const changes = made.map(({ row, hold, index }) => {
     const view = reservationView(row, hold.nowMs)
     outcomes[index] = { kind: 'made', reservation: view }
