@@ -168,7 +168,8 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
         description: 'For the marketplace that made it and the provider of its listing; anyone else gets `404`, as for an unknown id.',
         params: ReservationIdParams,
         response: { 200: reservationResponse('The reservation now, with its version as ETag.') },
-        'x-problems': ['invalid-request', 'not-found', 'internal', 'unavailable'],
+        // No id is refused as malformed: one that cannot be a reservation's is as unknown as one that does not exist.
+        'x-problems': ['not-found', 'internal', 'unavailable'],
       },
     },
     async (request, reply) => {
@@ -235,7 +236,17 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
           params: ReservationIdParams,
           headers: IfMatchHeaders,
           response: { 200: reservationResponse('The reservation after the change (or as it was, when nothing changes).') },
-          'x-problems': ['invalid-request', 'not-found', ...problems, 'precondition-failed', 'internal', 'unavailable'],
+          // No body is wanted, but one is read like any other: over the limit, or not JSON, it is refused as such.
+          'x-problems': [
+            'invalid-request',
+            'not-found',
+            ...problems,
+            'precondition-failed',
+            'payload-too-large',
+            'unsupported-media-type',
+            'internal',
+            'unavailable',
+          ],
         },
       },
       async (request, reply) => {
@@ -296,7 +307,7 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
             stock: { listingId: exampleReservation.listingId, version: 3, items: [{ position: 0, quantity: 10, held: 2, available: 8 }] },
           }),
         },
-        'x-problems': ['invalid-request', 'not-found', 'internal', 'unavailable'],
+        'x-problems': ['not-found', 'internal', 'unavailable'],
       },
     },
     async (request, reply) => {

@@ -102,12 +102,17 @@ export const ReservationIdParams = Type.Object(
   closed,
 )
 
+/** A cursor of the shape the service issues (its payload, a dot, its signature): for the document only. */
+const exampleCursor = `${Buffer.from(JSON.stringify({ q: 'Qm7tR2v8LkcF0nXw', k: 1795716000000, id: exampleReservation.id })).toString('base64url')}.tP3xW9a2Lk0Vb7Rq1Zs8Yc`
+
 export const ReservationsQuery = Type.Object(
   {
-    status: Type.Optional(Type.Enum(ReservationStatuses, { description: 'Only reservations in this status now.' })),
-    listingId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only reservations of this listing.' })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Reservations per page, 1 to 100.' })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'The previous page’s `nextCursor`.' })),
+    status: Type.Optional(Type.Enum(ReservationStatuses, { description: 'Only reservations in this status now.', examples: ['held'] })),
+    listingId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'Only reservations of this listing.', examples: [exampleReservation.listingId] }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Reservations per page, 1 to 100.', examples: [20] })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'The previous page’s `nextCursor`.', examples: [exampleCursor] })),
   },
   closed,
 )
