@@ -10,7 +10,7 @@ import { jsonResponse } from '../http/openapi.js'
 import { defaultsFilled } from '../http/validation.js'
 import { ownerOf } from '../events/owner.js'
 import { LISTING_ID } from '../ids.js'
-import { IfMatchHeaders, ListingIdParams } from '../listings/schemas.js'
+import { ListingIdParams } from '../listings/schemas.js'
 import { principalOf } from '../providers/authenticate.js'
 import type { ReservationRepository } from './repository.js'
 import { reservationEtag, reservationView } from './reservation.js'
@@ -18,6 +18,7 @@ import {
   CreateReservationBody,
   exampleReservation,
   ReservationIdParams,
+  ReservationIfMatchHeaders,
   ReservationsPage,
   ReservationsQuery,
   ReservationView,
@@ -234,7 +235,7 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
           summary,
           description: `${description} No body (or an empty JSON object); \`If-Match: "<version>"\` is optional, another version is \`412\`.`,
           params: ReservationIdParams,
-          headers: IfMatchHeaders,
+          headers: ReservationIfMatchHeaders,
           response: { 200: reservationResponse('The reservation after the change (or as it was, when nothing changes).') },
           // No body is wanted, but one is read like any other: over the limit, or not JSON, it is refused as such.
           'x-problems': [
