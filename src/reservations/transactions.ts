@@ -177,6 +177,14 @@ async function replayOf(tx: Tx, args: HoldArgs): Promise<HoldOutcome | undefined
 }
 
 /**
+ * A refusal, unless a duplicate committed while this one waited for the listing's lock (on PostgreSQL; SQLite runs
+ * one writer): it took the units this one would have found short, and this one is its replay.
+ */
+async function refusal(tx: Tx, args: HoldArgs, outcome: HoldOutcome): Promise<HoldOutcome> {
+  return (onPostgres(tx) && (await replayOf(tx, args))) || outcome
+}
+
+/**
  * A write transaction: all lines held, or none. The order of work: a known referenceId (replay or conflict), the
  * listing (404, 409 unless active), the positions (400), the stock (409 naming every short line).
  */
@@ -187,7 +195,7 @@ export async function holdStock(tx: Tx, args: HoldArgs): Promise<HoldOutcome> {
   if (!locked) return { kind: 'not-found' }
   const { state } = locked
   const { status } = effective(state, args.nowMs)
-  if (status !== 'active') return { kind: 'closed', status }
+  if (status !== 'active') return refusal(tx, args, { kind: 'closed', status })
   const errors = args.lines.flatMap(({ position }, k) =>
     position < state.items.length
       ? []
@@ -210,7 +218,7 @@ export async function holdStock(tx: Tx, args: HoldArgs): Promise<HoldOutcome> {
   )
   if (short.length > 0) {
     if (stocked.settledNow) await writeStock(tx, stocked, false)
-    return { kind: 'short', errors: short }
+    return refusal(tx, args, { kind: 'short', errors: short })
   }
   const id = prefixedId('rsv', args.nowMs)
   // A concurrent duplicate (another instance) may have committed since the replay read: the key decides.
