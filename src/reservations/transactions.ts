@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
 import type { Tables } from '../db/tables.js'
-import { onPostgres } from '../db/dialect.js'
+import { commitWithoutFlush, onPostgres } from '../db/dialect.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
 import { listingEvent, recordEvents, type NewEvent } from '../events/record.js'
@@ -179,9 +179,15 @@ async function replayOf(tx: Tx, args: HoldArgs): Promise<HoldOutcome | undefined
 /**
  * A refusal, unless a duplicate committed while this one waited for the listing's lock (on PostgreSQL; SQLite runs
  * one writer): it took the units this one would have found short, and this one is its replay.
+ *
+ * On PostgreSQL the lock is a write, so its commit would wait for the WAL flush while the next hold waits for the
+ * lock: a storm of refusals of one listing would take turns at disk speed. A refusal changes nothing that needs to
+ * survive a crash (at most it took out run-out holds, which the next write takes out again), so it does not wait.
  */
 async function refusal(tx: Tx, args: HoldArgs, outcome: HoldOutcome): Promise<HoldOutcome> {
-  return (onPostgres(tx) && (await replayOf(tx, args))) || outcome
+  if (!onPostgres(tx)) return outcome
+  await commitWithoutFlush(tx)
+  return (await replayOf(tx, args)) ?? outcome
 }
 
 /**
