@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
 import type { Tables } from '../db/tables.js'
-import { onPostgres } from '../db/dialect.js'
+import { commitWithoutFlush, onPostgres } from '../db/dialect.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
 import { listingEvent, recordEvents, type NewEvent } from '../events/record.js'
@@ -295,6 +295,9 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
       if (twin && !made.some((mine) => mine.row.id === twin.id)) outcomes[index] = replayOrConflict(twin, hold)
     })
   }
+  // Nothing held: what this transaction wrote (a row lock, run-out holds taken out) the next write makes again, so
+  // its commit gives the listing's lock back without waiting for the disk.
+  if (made.length === 0) await commitWithoutFlush(tx)
   const changes = made.map(({ row, hold, index }) => {
     const view = reservationView(row, hold.nowMs)
     outcomes[index] = { kind: 'made', reservation: view }
