@@ -421,6 +421,14 @@ await describeEachDialect('reservations', (service) => {
     )
     service.clock.now = start
     assert.equal((await act(service, m3.token, a.body.id, 'release')).status, 200)
+    assert.deepEqual(
+      (await discover()).map((entry: any) => entry.available),
+      [[1, 0]],
+    )
+    // A confirm of the rest sells it out: it leaves discovery as any sold-out listing does.
+    assert.equal((await act(service, m3.token, b.body.id, 'confirm')).status, 200)
+    const c = await hold(service, m3.token, { listingId, referenceId: 'd3', items: [{ position: 0, quantity: 1 }] })
+    assert.equal(c.status, 201, c.text)
     assert.deepEqual(await discover(), [])
   })
 })
