@@ -2,15 +2,16 @@
  * A fixed piece of work timed: every request of a list sent once, `connections` at a time (closed loop: a
  * connection sends its next request when its last one is answered). For work whose requests all differ, such as
  * seeding listings through the API, each at its own place, which wrk's one script per run cannot send. A Node
- * client: its CPU shares the machine with the service, as autocannon's does (load.ts).
+ * client: its CPU shares the machine with the service, as autocannon's does (load.ts). A request not answered within
+ * `timeoutMs` counts as a failure (the service may still have done it).
  */
 import { performance } from 'node:perf_hooks'
 import { Pool } from 'undici'
 import { percentile } from './lib.js'
 import type { LoadResult, RequestKind } from './load.js'
 
-export async function runEachOnce(baseUrl: string, requests: RequestKind[], connections: number): Promise<LoadResult> {
-  const pool = new Pool(baseUrl, { connections, pipelining: 1, headersTimeout: 5000, bodyTimeout: 5000 })
+export async function runEachOnce(baseUrl: string, requests: RequestKind[], connections: number, timeoutMs = 5000): Promise<LoadResult> {
+  const pool = new Pool(baseUrl, { connections, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
   const latencies: number[] = []
   let failures = 0
   let next = 0
