@@ -12,6 +12,7 @@ import { ownerOf } from '../events/owner.js'
 import { LISTING_ID } from '../ids.js'
 import { IfMatchHeaders, ListingIdParams } from '../listings/schemas.js'
 import { principalOf } from '../providers/authenticate.js'
+import type { ListingHolds } from './holds.js'
 import type { ReservationRepository } from './repository.js'
 import { reservationEtag, reservationView } from './reservation.js'
 import {
@@ -25,10 +26,11 @@ import {
   type CreateReservationInput,
   type ReservationsParams,
 } from './schemas.js'
-import { endReservation, holdStock, type Action, type EndOutcome, type HoldOutcome } from './transactions.js'
+import { endReservation, type Action, type EndOutcome, type HoldOutcome } from './transactions.js'
 
 export interface ReservationRoutesOptions {
   reservations: ReservationRepository
+  holds: ListingHolds
   transact: Transact
   cursors: CursorCodec
   clock: Clock
@@ -101,7 +103,10 @@ function answerEnd(reply: FastifyReply, outcome: EndOutcome, action: Action) {
 
 const isEmptyObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value) && Object.keys(value).length === 0
 
-export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptions> = async (app, { reservations, transact, cursors, clock, holdSeconds }) => {
+export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptions> = async (
+  app,
+  { reservations, holds, transact, cursors, clock, holdSeconds },
+) => {
   app.post(
     '/reservations',
     {
@@ -144,7 +149,7 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
       const fingerprint = createHash('sha256')
         .update(JSON.stringify([input.listingId, input.referenceId, lines, seconds]))
         .digest('hex')
-      const outcome = await transact(holdStock, {
+      const outcome = await holds.hold({
         marketplace: { id: principal.marketplace.id, name: principal.marketplace.name },
         listingId: input.listingId,
         referenceId: input.referenceId,
