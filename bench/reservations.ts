@@ -29,9 +29,10 @@ import { ProviderRepository } from '../src/providers/repository.js'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
 import { seededRandom as random } from '../test/seeded-random.js'
 import { DENSE_CITY, discoverKinds, fiveKmPage, inDisc, PAGE_SIZE } from './city.js'
+import { describeBuild } from './builds.js'
 import { DIALECT_TITLES, freshDatabase, postgresAnswers, settle, type Dialect } from './databases.js'
 import { runEachOnce } from './each-once.js'
-import { cleanUpOnSignals, fmt, listingBody, machine, startService, writeResult, type RunningService } from './lib.js'
+import { cleanUpOnSignals, fmt, listingBody, machine, ROOT, startService, writeResult, type RunningService } from './lib.js'
 import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
 import { Rounds } from './rounds.js'
 import { seed } from './seed.js'
@@ -447,6 +448,7 @@ const sections: string[] = [
   '',
   `Machine: ${machine()}. Load average at start: ${startLoad.map((l) => l.toFixed(2)).join(', ')} (1, 5, 15 min).`,
   `Command: \`npm run bench:reservations -- ${process.argv.slice(2).join(' ')}\``,
+  `Build: ${describeBuild({ label: 'this build', root: ROOT })}.`,
   '',
   `Load: ${loadTool}, ${CONNECTIONS} connections, ${DURATION_S} s per measurement after a ${WARMUP_S} s warm-up (holds warm up on a listing of their own); ${ROUNDS} rounds, each every scenario, the order turning each round. ` +
     `The service runs as \`npm start\` does (LOG_LEVEL=info, access log to a file, RATE_LIMIT_PER_MINUTE=0), listings living a day; holds are 1 unit of item 0 with holdSeconds ${HOLD_SECONDS}, by ${MARKETPLACES} marketplaces in turn, each request a new referenceId. ` +
