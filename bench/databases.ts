@@ -45,8 +45,13 @@ export async function postgresAnswers(): Promise<boolean> {
  */
 export async function settle(database: Database): Promise<void> {
   if (database.dialect === 'postgres') {
-    await sql`vacuum analyze`.execute(database.kysely)
-    await sql`checkpoint`.execute(database.kysely)
+    // On one connection without the role's statement timeout: a VACUUM of a large table on a busy machine outlasts it.
+    await database.kysely.connection().execute(async (connection) => {
+      await sql`set statement_timeout = 0`.execute(connection)
+      await sql`vacuum analyze`.execute(connection)
+      await sql`checkpoint`.execute(connection)
+      await sql`reset statement_timeout`.execute(connection)
+    })
   } else {
     await sql`pragma wal_checkpoint(truncate)`.execute(database.kysely)
   }

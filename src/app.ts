@@ -33,6 +33,7 @@ import { ListingRepository } from './listings/repository.js'
 import { CursorCodec } from './discovery/cursor.js'
 import { DiscoveryRepository } from './discovery/repository.js'
 import { discoveryRoutes } from './discovery/routes.js'
+import { ListingHolds } from './reservations/holds.js'
 import { ReservationRepository } from './reservations/repository.js'
 import { reservationRoutes } from './reservations/routes.js'
 import { Representations } from './listings/representations.js'
@@ -255,6 +256,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       })
       await api.register(reservationRoutes, {
         reservations: new ReservationRepository(database.kysely),
+        holds: new ListingHolds(database.transact),
         transact: database.transact,
         cursors,
         clock,

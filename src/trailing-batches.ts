@@ -60,3 +60,26 @@ export class TrailingBatches<In, Out> {
     })
   }
 }
+
+/**
+ * A batch's run for TrailingBatches that, should the batch fail, carries out each item alone, one after the other:
+ * an item never fails for another's sake (a batch shares a transaction, never a fate).
+ */
+export function aloneOnFailure<In, Out>(store: (items: In[], key: string) => Promise<Out[]>) {
+  return async (items: In[], key: string): Promise<Array<Settled<Out>>> => {
+    try {
+      return (await store(items, key)).map((value) => ({ ok: true, value }))
+    } catch (error) {
+      if (items.length === 1) throw error
+      const outcomes: Array<Settled<Out>> = []
+      for (const item of items) {
+        try {
+          outcomes.push({ ok: true, value: ((await store([item], key)) as [Out])[0] })
+        } catch (alone) {
+          outcomes.push({ ok: false, error: alone })
+        }
+      }
+      return outcomes
+    }
+  }
+}

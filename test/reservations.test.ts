@@ -338,6 +338,24 @@ await describeEachDialect('reservations', (service) => {
     assert.deepEqual(theirs, ['reservation.held', 'reservation.released'])
   })
 
+  test('holds arriving together on one listing: each decided on what the ones before left, replays and conflicts among them', async () => {
+    const listingId = await aListing(service, provider.token, [10])
+    const bodies = Array.from({ length: 24 }, (_, k) => ({
+      listingId,
+      referenceId: `together-${k % 16}`,
+      items: [{ position: 0, quantity: k % 16 === 15 && k > 15 ? 2 : 1 }],
+    }))
+    const answers = await Promise.all(bodies.map((body, k) => hold(service, k % 2 === 0 ? market.token : other.token, body)))
+    for (const answer of answers) assert.ok([200, 201, 409].includes(answer.status), answer.text)
+    const made = new Set(answers.filter((a) => a.status === 201).map((a) => a.body.id))
+    const replays = answers.filter((a) => a.status === 200)
+    for (const replay of replays) assert.ok(made.has(replay.body.id), 'a replay answers with the reservation made')
+    assert.equal(made.size, 10, answers.map((a) => a.status).join(','))
+    assert.deepEqual((await stock(service, provider.token, listingId)).items[0], { position: 0, quantity: 10, held: 10, available: 0 })
+    for (const answer of answers.filter((a) => a.status === 409))
+      assert.ok(['/problems/insufficient-stock', '/problems/conflict'].includes(answer.body.type), answer.text)
+  })
+
   test('reading: each side sees its own, newest first, paged with a cursor bound to the query; anyone else 404', async () => {
     const p2 = await service.newProvider()
     const m2 = await service.newMarketplace('Pager')
@@ -421,6 +439,14 @@ await describeEachDialect('reservations', (service) => {
     )
     service.clock.now = start
     assert.equal((await act(service, m3.token, a.body.id, 'release')).status, 200)
+    assert.deepEqual(
+      (await discover()).map((entry: any) => entry.available),
+      [[1, 0]],
+    )
+    // A confirm of the rest sells it out: it leaves discovery as any sold-out listing does.
+    assert.equal((await act(service, m3.token, b.body.id, 'confirm')).status, 200)
+    const c = await hold(service, m3.token, { listingId, referenceId: 'd3', items: [{ position: 0, quantity: 1 }] })
+    assert.equal(c.status, 201, c.text)
     assert.deepEqual(await discover(), [])
   })
 })

@@ -19,7 +19,8 @@ const CURSOR_TEXT = /^[A-Za-z0-9_-]{1,240}\.[A-Za-z0-9_-]{22}$/
 const NOT_ONE = 'is not a nextCursor of this API'
 
 /** What a discovery cursor is bound to: every parameter that changes which listings match or their order, not `limit`. */
-export const discoverQuery = (params: DiscoverParams) => JSON.stringify([params.latitude, params.longitude, params.radiusKm, params.sort, params.minDiscountRate])
+export const discoverQuery = (params: DiscoverParams) =>
+  JSON.stringify([params.latitude, params.longitude, params.radiusKm, params.sort, params.minDiscountRate])
 
 const fingerprint = (query: string) => hash('sha256', query, 'base64url').slice(0, 16)
 

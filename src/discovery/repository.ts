@@ -6,6 +6,8 @@ import type { Tables } from '../db/tables.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
 import { siblingModule, ThreadRequests } from '../start-worker.js'
 import { TrailingBatches } from '../trailing-batches.js'
+import { linesOf } from '../reservations/reservation.js'
+import { withLines } from '../reservations/stock.js'
 import { search, type Candidates, type Hit, type SearchQuery } from './search.js'
 import {
   candidateParams,
@@ -31,6 +33,9 @@ interface CurrentRow {
   id: string
   version: number
   discount_rate: number
+  held_record: string | null
+  holds_expire_ms: number | null
+  full_until_ms: number | null
 }
 
 /** A candidate query's shape: without an upper end of expiry (nearest-first), or with one (a window). */
@@ -52,9 +57,11 @@ export class DiscoveryRepository {
   readonly #states: PreparedQuery<{ keys: string }, StatesRow>
   readonly #current?: PreparedQuery<{ keys: string }, CurrentRow>
   readonly #thread?: ThreadRequests<SearchQuery>
+  readonly #primary: Kysely<Tables>
 
   constructor(database: Database, reads?: ReadYourWrites) {
     const { dialect, kysely } = database
+    this.#primary = kysely
     if (dialect === 'sqlite') {
       this.candidates = sqliteCandidates(kysely)
     } else {
@@ -64,7 +71,7 @@ export class DiscoveryRepository {
         this.#current = new PreparedQuery(
           kysely,
           (_db, param) => sql<CurrentRow>`
-            select l.id, l.version, l.discount_rate from ${listingsByKeys(dialect, param('keys'))}
+            select l.id, l.version, l.discount_rate, l.held_record, l.holds_expire_ms, l.full_until_ms from ${listingsByKeys(dialect, param('keys'))}
             where l.withdrawn_at_ms is null and l.sold_out = 0`,
         )
       }
@@ -114,14 +121,30 @@ export class DiscoveryRepository {
    * The hits as they are now. Candidates from a standby may be behind: each is looked up on the primary, and those
    * withdrawn, sold out or discounted less since are left out, so that what the route sends is what the primary holds.
    */
-  async current(hits: readonly Hit[], minDiscountRate: number): Promise<Hit[]> {
+  async current(hits: readonly Hit[], minDiscountRate: number, nowMs: number): Promise<Hit[]> {
     if (!this.#current || hits.length === 0) return [...hits]
     const rows = await this.#current.execute({ keys: JSON.stringify(hits.map(({ providerId, id }) => [providerId, id])) })
-    const now = new Map(rows.filter((row) => row.discount_rate >= minDiscountRate).map((row) => [row.id, row.version]))
+    const now = new Map(
+      rows.filter((row) => row.discount_rate >= minDiscountRate && !(row.full_until_ms !== null && nowMs < row.full_until_ms)).map((row) => [row.id, row]),
+    )
     return hits.flatMap((hit) => {
-      const version = now.get(hit.id)
-      return version === undefined ? [] : [{ ...hit, version }]
+      const row = now.get(hit.id)
+      return row === undefined ? [] : [{ ...hit, version: row.version, heldRecord: row.held_record, holdsExpireMs: row.holds_expire_ms }]
     })
+  }
+
+  /** Per listing, the units by position of its holds counted but run out at nowMs (on the primary, where holds are written). */
+  async runOutHolds(hits: readonly Hit[], nowMs: number): Promise<Map<string, number[]>> {
+    const rows = await this.#primary
+      .selectFrom('reservations')
+      .select(['listing_id', 'items_record'])
+      .where((eb) => eb.or(hits.map((hit) => eb.and([eb('provider_id', '=', hit.providerId), eb('listing_id', '=', hit.id)]))))
+      .where('counted', '=', 1)
+      .where('expires_at_ms', '<=', nowMs)
+      .execute()
+    const runOut = new Map<string, number[]>()
+    for (const row of rows) runOut.set(row.listing_id, withLines(runOut.get(row.listing_id) ?? [], linesOf(row), 1))
+    return runOut
   }
 
   close(): Promise<void> {

@@ -73,6 +73,11 @@ export const DiscoverPage = Type.Object(
       Type.Object(
         {
           distanceMeters: Type.Integer({ minimum: 0, description: 'Great-circle distance from the point, in metres, rounded.', examples: [312] }),
+          available: Type.Array(Type.Integer({ minimum: 0 }), {
+            description:
+              'Each item’s units that can be reserved now (its quantity less what reservations hold), by position. A listing with none available is left out.',
+            examples: [[4, 0]],
+          }),
           listing: ref(DiscoveredListing),
         },
         closed,
@@ -95,6 +100,12 @@ const exampleActive = {
 }
 
 export const exampleDiscoverPage: DiscoverPage = {
-  data: [{ distanceMeters: 312, listing: { ...exampleActive, providerId: 'prv_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9' } }],
+  data: [
+    {
+      distanceMeters: 312,
+      available: exampleActive.items.map((item) => item.quantity),
+      listing: { ...exampleActive, providerId: 'prv_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9' },
+    },
+  ],
   nextCursor: null,
 }

@@ -28,6 +28,9 @@ export interface Hit {
   expiresAtUnix: number
   /** The version the candidate query read: the listing's representation at it is the one to send. */
   version: number
+  /** Its holds as the candidate query read them (null: none held). */
+  heldRecord: string | null
+  holdsExpireMs: number | null
 }
 
 export type Candidates = (area: QueryArea, filter: ActiveFilter) => Promise<CandidateRow[]>
@@ -61,9 +64,19 @@ export async function search(query: SearchQuery, candidates: Candidates): Promis
   const hitsOf = (rows: CandidateRow[], within: number, key: (hit: Hit) => number) => {
     const hits: Hit[] = []
     for (const row of rows) {
+      // Every unit held until full_until_ms: nothing of it can be had before then.
+      if (row.full_until_ms !== null && query.nowMs < row.full_until_ms) continue
       const distance = greatCircleMeters(query.latitude, query.longitude, row.latitude, row.longitude)
       if (distance > within) continue
-      const hit = { id: row.id, providerId: row.provider_id, distance, expiresAtUnix: row.expires_at_unix, version: row.version }
+      const hit: Hit = {
+        id: row.id,
+        providerId: row.provider_id,
+        distance,
+        expiresAtUnix: row.expires_at_unix,
+        version: row.version,
+        heldRecord: row.held_record,
+        holdsExpireMs: row.holds_expire_ms,
+      }
       if (isAfter(key(hit), hit.id, query.after)) hits.push(hit)
     }
     return hits

@@ -35,6 +35,11 @@ export interface CandidateRow {
   longitude: number
   expires_at_unix: number
   version: number
+  /** Its holds (reservations/stock.ts): held units by position as JSON, or null when none is held. */
+  held_record: string | null
+  holds_expire_ms: number | null
+  /** While now is before it, nothing of it is available: it is not discoverable. */
+  full_until_ms: number | null
 }
 
 export interface CandidateParams extends Record<string, unknown> {
@@ -58,7 +63,9 @@ const NO_LIMIT = 2 ** 31 - 1
 /** A candidate query's bound value by name. */
 type Value = (name: keyof CandidateParams & string) => unknown
 
-const CANDIDATE_COLUMNS = sql.raw('l.id, l.provider_id, l.latitude, l.longitude, l.expires_at_unix, l.version')
+const CANDIDATE_COLUMNS = sql.raw(
+  'l.id, l.provider_id, l.latitude, l.longitude, l.expires_at_unix, l.version, l.held_record, l.holds_expire_ms, l.full_until_ms',
+)
 
 /** The conditions on one key row `r` (a range of cells, or a region) and on the listing, in either dialect. */
 function conditions(bounded: boolean, value: Value, key: { first: string; last: string; number: string }) {
@@ -91,7 +98,8 @@ export function postgresCandidatesSql(bounded: boolean, param: Value): RawBuilde
     number: "(r.value #>> '{}')::bigint",
   })
   return sql<PackedCandidates>`
-    select string_agg(concat_ws(' ', c.id, c.provider_id, c.latitude, c.longitude, c.expires_at_unix, c.version), ' ') as packed from (
+    select string_agg(concat_ws(' ', c.id, c.provider_id, c.latitude, c.longitude, c.expires_at_unix, c.version,
+      coalesce(c.held_record, '-'), coalesce(c.holds_expire_ms, -1), coalesce(c.full_until_ms, -1)), ' ') as packed from (
       select c.* from jsonb_array_elements(cast(${param('keys')} as jsonb)) as r(value)
         cross join lateral (select ${CANDIDATE_COLUMNS} from listings l where ${byKey} and ${filter} offset 0) as c
       limit ${param('limit')}) as c`
@@ -99,7 +107,8 @@ export function postgresCandidatesSql(bounded: boolean, param: Value): RawBuilde
 
 /**
  * One query's candidates as one row of text, cheaper for the event loop than a row each: id, provider id, latitude,
- * longitude, expiry and version, space-separated (ids hold no spaces; a double's text is PostgreSQL's shortest exact one).
+ * longitude, expiry, version, held record (`-` for none), holds' first expiry and full-until (`-1` for none),
+ * space-separated (ids and a held record's JSON hold no spaces; a double's text is PostgreSQL's shortest exact one).
  */
 export interface PackedCandidates {
   packed: string | null
@@ -110,7 +119,10 @@ export function unpackCandidates(packed: string | null): CandidateRow[] {
   if (packed === null) return []
   const fields = packed.split(' ')
   const candidates: CandidateRow[] = []
-  for (let k = 0; k + 5 < fields.length; k += 6) {
+  for (let k = 0; k + 8 < fields.length; k += 9) {
+    const held = fields[k + 6] as string
+    const holdsExpire = Number(fields[k + 7])
+    const fullUntil = Number(fields[k + 8])
     candidates.push({
       id: fields[k] as string,
       provider_id: fields[k + 1] as string,
@@ -118,6 +130,9 @@ export function unpackCandidates(packed: string | null): CandidateRow[] {
       longitude: Number(fields[k + 3]),
       expires_at_unix: Number(fields[k + 4]),
       version: Number(fields[k + 5]),
+      held_record: held === '-' ? null : held,
+      holds_expire_ms: holdsExpire < 0 ? null : holdsExpire,
+      full_until_ms: fullUntil < 0 ? null : fullUntil,
     })
   }
   return candidates

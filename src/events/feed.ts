@@ -1,3 +1,4 @@
+import type { ReservationView } from '../reservations/schemas.js'
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/connection.js'
 import { PreparedQuery } from '../db/prepared-query.js'
@@ -25,7 +26,7 @@ export interface EventRow {
 export function eventOf(row: EventRow, industry: string | null): Event {
   const type = row.type as EventType
   const head = { id: row.id, createdAt: new Date(row.created_at_ms).toISOString() }
-  if (!isListingEvent(type)) return { ...head, type, data: JSON.parse(row.snapshot) as { id: string } }
+  if (!isListingEvent(type)) return { ...head, type, data: JSON.parse(row.snapshot) as ReservationView }
   if (industry === null) throw new Error(`event ${row.id}: a listing event in a stream that is not a provider's`)
   return { ...head, type, data: listingView(JSON.parse(row.snapshot) as ListingState, industry, row.created_at_ms) }
 }

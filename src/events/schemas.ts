@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox'
 import { named, ref } from '../http/components.js'
 import { exampleListingView, ListingView, Timestamp } from '../listings/schemas.js'
+import { ReservationView } from '../reservations/schemas.js'
 import { EventTypes, ListingEventTypes, ReservationEventTypes } from './types.js'
 
 /** An event is also a webhook delivery's body. */
@@ -15,13 +16,6 @@ export const EventType = Type.Enum(EventTypes, {
     'listing’s provider and to the marketplace that made the reservation.',
 })
 named('EventType', EventType)
-
-/** The reservation right after the change, as the reservation routes answer with it. */
-export const ReservationEventData = Type.Object(
-  { id: Type.String({ pattern: '^rsv_', description: 'The reservation’s id.' }) },
-  { additionalProperties: true, description: 'The reservation right after the change, as the reservation routes answer with it.' },
-)
-named('ReservationEventData', ReservationEventData)
 
 /** An event of one kind: its types, and the schema of its data. */
 const eventOfKind = <Types extends TSchema, Data extends TSchema>(type: Types, data: Data) =>
@@ -43,7 +37,7 @@ named('ListingEvent', ListingEvent)
 
 export const ReservationEvent = eventOfKind(
   Type.Enum(ReservationEventTypes, { description: 'A change of a reservation: one on your listings, or one you made.' }),
-  ref(ReservationEventData, { description: 'The reservation right after the change; `data.version` orders one reservation’s events.' }),
+  ref(ReservationView, { description: 'The reservation right after the change; `data.version` orders one reservation’s events.' }),
 )
 named('ReservationEvent', ReservationEvent)
 

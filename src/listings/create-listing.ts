@@ -9,7 +9,7 @@ import { eventRows, insertEvents, listingEvent } from '../events/record.js'
 import { listingId, listingIdRandomPart, listingIdSql, prefixedId } from '../ids.js'
 import { listingImages, type ImageCheck } from '../images/check.js'
 import type { Provider } from '../providers/repository.js'
-import { TrailingBatches, type Settled } from '../trailing-batches.js'
+import { aloneOnFailure, TrailingBatches } from '../trailing-batches.js'
 import { prepareListing, type ListingColumns, type PreparedListing } from './columns.js'
 import { newListingState } from './listing-state.js'
 import type { ListingRepository, StoredListingRef } from './repository.js'
@@ -234,22 +234,7 @@ export class ListingCreates {
   constructor(transact: Transact, { concurrent }: { concurrent: number }) {
     const store = (providerId: string, creates: readonly ListingCreate[]) => transact(insertListings, providerId, creates)
     this.#batches = new TrailingBatches<ListingCreate, StoredListing>(
-      async (creates, providerId) => {
-        try {
-          return (await store(providerId, creates)).map((value) => ({ ok: true, value }))
-        } catch (error) {
-          if (creates.length === 1) throw error
-          const outcomes: Array<Settled<StoredListing>> = []
-          for (const create of creates) {
-            try {
-              outcomes.push({ ok: true, value: ((await store(providerId, [create])) as [StoredListing])[0] })
-            } catch (alone) {
-              outcomes.push({ ok: false, error: alone })
-            }
-          }
-          return outcomes
-        }
-      },
+      aloneOnFailure((creates, providerId) => store(providerId, creates)),
       { maxBatch: MAX_BATCH, maxRunning: concurrent },
     )
   }

@@ -144,7 +144,7 @@ async function recordReservationEvents(
   for (const id of [...byMarketplace.keys()].sort()) await recordEvents(tx, { kind: 'marketplace', id }, nowMs, events(byMarketplace.get(id) ?? []))
 }
 
-// ---- Make one ----
+// ---- Make them ----
 
 export interface HoldArgs {
   marketplace: { id: string; name: string }
@@ -164,113 +164,147 @@ export type HoldOutcome =
   | { kind: 'invalid'; errors: ProblemDetail[] }
   | { kind: 'short'; errors: ProblemDetail[] }
 
-async function replayOf(tx: Tx, args: HoldArgs): Promise<HoldOutcome | undefined> {
+/** Thrown when another instance committed one of these referenceIds meanwhile: each hold is then made alone. */
+export class ReferenceTaken extends Error {}
+
+const keyOf = (marketplaceId: string, referenceId: string) => JSON.stringify([marketplaceId, referenceId])
+
+/** The reservations these referenceIds already name, by keyOf. */
+async function knownReferences(tx: Tx, holds: readonly HoldArgs[]): Promise<Map<string, ReservationRow>> {
   const known = await tx
     .selectFrom('marketplace_reservations')
-    .select(['provider_id', 'reservation_id'])
-    .where('marketplace_id', '=', args.marketplace.id)
-    .where('reference_id', '=', args.referenceId)
-    .executeTakeFirst()
-  if (!known) return undefined
-  const row = await reservationQuery(tx).where('r.provider_id', '=', known.provider_id).where('r.id', '=', known.reservation_id).executeTakeFirstOrThrow()
-  return row.request_hash === args.requestHash ? { kind: 'replayed', reservation: reservationView(row, args.nowMs) } : { kind: 'conflict' }
-}
-
-/**
- * A refusal, unless a duplicate committed while this one waited for the listing's lock (on PostgreSQL; SQLite runs
- * one writer): it took the units this one would have found short, and this one is its replay.
- *
- * On PostgreSQL the lock is a write, so its commit would wait for the WAL flush while the next hold waits for the
- * lock: a storm of refusals of one listing would take turns at disk speed. A refusal changes nothing that needs to
- * survive a crash (at most it took out run-out holds, which the next write takes out again), so it does not wait.
- */
-async function refusal(tx: Tx, args: HoldArgs, outcome: HoldOutcome): Promise<HoldOutcome> {
-  if (!onPostgres(tx)) return outcome
-  await commitWithoutFlush(tx)
-  return (await replayOf(tx, args)) ?? outcome
-}
-
-/**
- * A write transaction: all lines held, or none. The order of work: a known referenceId (replay or conflict), the
- * listing (404, 409 unless active), the positions (400), the stock (409 naming every short line).
- */
-export async function holdStock(tx: Tx, args: HoldArgs): Promise<HoldOutcome> {
-  const replay = await replayOf(tx, args)
-  if (replay) return replay
-  const locked = await lockStocked(tx, args.listingId)
-  if (!locked) return { kind: 'not-found' }
-  const { state } = locked
-  const { status } = effective(state, args.nowMs)
-  if (status !== 'active') return refusal(tx, args, { kind: 'closed', status })
-  const errors = args.lines.flatMap(({ position }, k) =>
-    position < state.items.length
-      ? []
-      : [
-          {
-            pointer: `/items/${k}/position`,
-            detail: `no item has this position: the listing has ${state.items.length} (positions 0 to ${state.items.length - 1})`,
-          },
-        ],
-  )
-  if (errors.length > 0) return { kind: 'invalid', errors }
-  const stocked = await settled(tx, locked, args.nowMs)
-  const short = shortLines(
-    args.lines,
-    availableOf(
-      state.items.map((item) => item.quantity),
-      stocked.held,
-      true,
-    ),
-  )
-  if (short.length > 0) {
-    if (stocked.settledNow) await writeStock(tx, stocked, false)
-    return refusal(tx, args, { kind: 'short', errors: short })
+    .select(['marketplace_id', 'reference_id', 'provider_id', 'reservation_id'])
+    .where((eb) => eb.or(holds.map((hold) => eb.and([eb('marketplace_id', '=', hold.marketplace.id), eb('reference_id', '=', hold.referenceId)]))))
+    .execute()
+  const found = new Map<string, ReservationRow>()
+  for (const key of known) {
+    const row = await reservationQuery(tx).where('r.provider_id', '=', key.provider_id).where('r.id', '=', key.reservation_id).executeTakeFirstOrThrow()
+    found.set(keyOf(key.marketplace_id, key.reference_id), row)
   }
-  const id = prefixedId('rsv', args.nowMs)
-  // A concurrent duplicate (another instance) may have committed since the replay read: the key decides.
-  const claimed = await tx
-    .insertInto('marketplace_reservations')
-    .values({
-      marketplace_id: args.marketplace.id,
-      reference_id: args.referenceId,
-      reservation_id: id,
-      provider_id: state.provider_id,
-      listing_id: state.id,
-      created_at_ms: args.nowMs,
+  return found
+}
+
+const replayOrConflict = (row: ReservationRow, hold: HoldArgs): HoldOutcome =>
+  row.request_hash === hold.requestHash ? { kind: 'replayed', reservation: reservationView(row, hold.nowMs) } : { kind: 'conflict' }
+
+/**
+ * A write transaction: holds of one listing, each all its lines or none, decided one after the other in the order
+ * given, each on the stock the ones before it left; one lock of the listing and one write of each kind for all of
+ * them. Each hold's order of work: a known referenceId (replay or conflict), the listing (404, 409 unless active),
+ * the positions (400), the stock (409 naming every short line). A hold alone is a list of one.
+ */
+export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<HoldOutcome[]> {
+  const outcomes: Array<HoldOutcome | undefined> = holds.map(() => undefined)
+  const known = await knownReferences(tx, holds)
+  const listingId = (holds[0] as HoldArgs).listingId
+  const locked = await lockStocked(tx, listingId)
+  const stocked = locked && (await settled(tx, locked, (holds[0] as HoldArgs).nowMs))
+  let held = stocked?.held ?? []
+  let holdsExpireMs = stocked?.holdsExpireMs ?? null
+  const made: Array<{ row: ReservationRow; hold: HoldArgs; index: number }> = []
+  holds.forEach((hold, index) => {
+    const earlier = known.get(keyOf(hold.marketplace.id, hold.referenceId))
+    if (earlier) return (outcomes[index] = replayOrConflict(earlier, hold))
+    if (!stocked || hold.listingId !== listingId) return (outcomes[index] = { kind: 'not-found' })
+    const { state } = stocked
+    const { status } = effective(state, hold.nowMs)
+    if (status !== 'active') return (outcomes[index] = { kind: 'closed', status })
+    const errors = hold.lines.flatMap(({ position }, k) =>
+      position < state.items.length
+        ? []
+        : [
+            {
+              pointer: `/items/${k}/position`,
+              detail: `no item has this position: the listing has ${state.items.length} (positions 0 to ${state.items.length - 1})`,
+            },
+          ],
+    )
+    if (errors.length > 0) return (outcomes[index] = { kind: 'invalid', errors })
+    const quantities = state.items.map((item) => item.quantity)
+    const short = shortLines(hold.lines, availableOf(quantities, held, true))
+    if (short.length > 0) return (outcomes[index] = { kind: 'short', errors: short })
+    const expiresAtMs = Math.min(hold.nowMs + hold.holdSeconds * 1000, state.expires_at_unix * 1000)
+    const lines: ReservedLine[] = hold.lines.map(({ position, quantity }) => {
+      const item = state.items[position] as ListingState['items'][number]
+      return { position, quantity, price_thousandths: item.price_thousandths, name_ar: item.name_ar, name_en: item.name_en }
     })
-    .onConflict((oc) => oc.columns(['marketplace_id', 'reference_id']).doNothing())
-    .returning('reservation_id')
-    .executeTakeFirst()
-  if (!claimed) return (await replayOf(tx, args)) ?? { kind: 'conflict' }
-  const expiresAtMs = Math.min(args.nowMs + args.holdSeconds * 1000, state.expires_at_unix * 1000)
-  const lines: ReservedLine[] = args.lines.map(({ position, quantity }) => {
-    const item = state.items[position] as ListingState['items'][number]
-    return { position, quantity, price_thousandths: item.price_thousandths, name_ar: item.name_ar, name_en: item.name_en }
+    const row: ReservationRow = {
+      provider_id: state.provider_id,
+      id: prefixedId('rsv', hold.nowMs),
+      marketplace_id: hold.marketplace.id,
+      marketplace_name: hold.marketplace.name,
+      reference_id: hold.referenceId,
+      request_hash: hold.requestHash,
+      listing_id: state.id,
+      status: 'held',
+      version: 1,
+      items_record: JSON.stringify(lines),
+      discount_rate: state.discount_rate,
+      created_at_ms: hold.nowMs,
+      updated_at_ms: hold.nowMs,
+      expires_at_ms: expiresAtMs,
+      ended_by: null,
+      counted: 1,
+    }
+    held = withLines(held, hold.lines, 1)
+    holdsExpireMs = Math.min(holdsExpireMs ?? expiresAtMs, expiresAtMs)
+    // The same referenceId later in this list is a replay of this one.
+    known.set(keyOf(hold.marketplace.id, hold.referenceId), row)
+    made.push({ row, hold, index })
+    return undefined
   })
-  const row: ReservationRow = {
-    provider_id: state.provider_id,
-    id,
-    marketplace_id: args.marketplace.id,
-    reference_id: args.referenceId,
-    request_hash: args.requestHash,
-    listing_id: state.id,
-    status: 'held',
-    version: 1,
-    items_record: JSON.stringify(lines),
-    discount_rate: state.discount_rate,
-    created_at_ms: args.nowMs,
-    updated_at_ms: args.nowMs,
-    expires_at_ms: expiresAtMs,
-    ended_by: null,
-    counted: 1,
-  } as ReservationRow
-  const { marketplace_name: _name, ...stored } = { ...row, marketplace_name: args.marketplace.name }
-  await tx.insertInto('reservations').values(stored).execute()
-  const holdsExpireMs = Math.min(stocked.holdsExpireMs ?? expiresAtMs, expiresAtMs)
-  await writeStock(tx, { state, held: withLines(stocked.held, args.lines, 1), holdsExpireMs }, false)
-  const view = reservationView({ ...row, marketplace_name: args.marketplace.name }, args.nowMs)
-  await recordReservationEvents(tx, args.nowMs, [{ type: 'reservation.held', view }])
-  return { kind: 'made', reservation: view }
+  if (stocked && (made.length > 0 || stocked.settledNow)) {
+    if (made.length > 0) {
+      // Another instance may have committed one of these referenceIds since they were read: the key decides.
+      const claimed = await tx
+        .insertInto('marketplace_reservations')
+        .values(
+          made.map(({ row }) => ({
+            marketplace_id: row.marketplace_id,
+            reference_id: row.reference_id,
+            reservation_id: row.id,
+            provider_id: row.provider_id,
+            listing_id: row.listing_id,
+            created_at_ms: row.created_at_ms,
+          })),
+        )
+        .onConflict((oc) => oc.columns(['marketplace_id', 'reference_id']).doNothing())
+        .returning('reservation_id')
+        .execute()
+      if (claimed.length < made.length) {
+        if (holds.length > 1) throw new ReferenceTaken('a referenceId was taken meanwhile')
+        // Alone: the one that committed first is this request's answer; nothing of this one is written.
+        if (stocked.settledNow) await writeStock(tx, stocked, false)
+        const taken = (await knownReferences(tx, holds)).get(keyOf(made[0]?.hold.marketplace.id ?? '', made[0]?.hold.referenceId ?? ''))
+        return [taken ? replayOrConflict(taken, holds[0] as HoldArgs) : { kind: 'conflict' }]
+      }
+      await tx
+        .insertInto('reservations')
+        .values(made.map(({ row: { marketplace_name: _name, ...stored } }) => stored))
+        .execute()
+    }
+    await writeStock(tx, { state: stocked.state, held, holdsExpireMs }, false)
+  }
+  // A duplicate that committed while these waited for the listing's lock (PostgreSQL; SQLite runs one writer) took
+  // the units a refusal found short, or closed nothing: the refused one is its replay.
+  const refused = holds.filter((_, index) => ['short', 'closed'].includes(outcomes[index]?.kind ?? ''))
+  if (refused.length > 0 && onPostgres(tx)) {
+    const now = await knownReferences(tx, refused)
+    holds.forEach((hold, index) => {
+      const twin = ['short', 'closed'].includes(outcomes[index]?.kind ?? '') && now.get(keyOf(hold.marketplace.id, hold.referenceId))
+      if (twin && !made.some((mine) => mine.row.id === twin.id)) outcomes[index] = replayOrConflict(twin, hold)
+    })
+  }
+  // Nothing held: what this transaction wrote (a row lock, run-out holds taken out) the next write makes again, so
+  // its commit gives the listing's lock back without waiting for the disk.
+  if (made.length === 0) await commitWithoutFlush(tx)
+  const changes = made.map(({ row, hold, index }) => {
+    const view = reservationView(row, hold.nowMs)
+    outcomes[index] = { kind: 'made', reservation: view }
+    return { type: 'reservation.held' as const, view }
+  })
+  await recordReservationEvents(tx, (holds[0] as HoldArgs).nowMs, changes)
+  return outcomes as HoldOutcome[]
 }
 
 // ---- End one ----

@@ -1,0 +1,478 @@
+/**
+ * `npm run bench:reservations`: holds on a hot listing, and what reservations cost discovery (issue 36), on SQLite
+ * and on PostgreSQL. Scenarios, measured in alternating rounds (the order turning each round), this build only:
+ *
+ *   hold-fresh   1-unit holds on one hot listing (one item, quantity 1,000,000) by --marketplaces marketplaces,
+ *                a unique referenceId per request, --connections connections; a new hot listing every round, so
+ *                each measurement starts with no hold open
+ *   hold-open    the same on a hot listing filled beforehand with --open-holds open holds (more every round)
+ *   create1      1-item creates of another provider, a unique referenceId per request: the write path the holds
+ *                are judged against
+ *   discover     5 km nearest-first pages of 20 around a city of --city-listings listings (city.ts), on two
+ *                databases seeded alike: `none` holds nothing, `held` has 1 unit held on every 10th listing
+ *
+ * Holds are warmed up on a listing of their own, so that a measured listing's open holds are only its own. After the
+ * rounds, the accounting is checked: each hot listing's `held` (GET …/stock) against its held reservations listed by
+ * its provider, and the sum against the holds answered 201 (the service's own count in /metrics, and the load
+ * tool's, which misses answers to requests still in flight when a run ended). The fill of --open-holds is sent once
+ * each by a Node client that waits for every answer, so there `held` must equal its 201s exactly.
+ *
+ *   npm run bench:reservations
+ *   npm run bench:reservations -- --duration 3 --rounds 1 --city-listings 20000 --open-holds 2000   (a quick look)
+ */
+import { loadavg } from 'node:os'
+import { parseArgs } from 'node:util'
+import { openDatabase } from '../src/db/connection.js'
+import { migrate } from '../src/db/migrate.js'
+import { MarketplaceRepository } from '../src/providers/marketplaces.js'
+import { ProviderRepository } from '../src/providers/repository.js'
+import { startImageServer, type ImageServer } from '../test/image-server.js'
+import { seededRandom as random } from '../test/seeded-random.js'
+import { DENSE_CITY, discoverKinds, fiveKmPage, inDisc, PAGE_SIZE } from './city.js'
+import { describeBuild } from './builds.js'
+import { DIALECT_TITLES, freshDatabase, postgresAnswers, settle, type Dialect } from './databases.js'
+import { runEachOnce, type EachOnceResult } from './each-once.js'
+import { cleanUpOnSignals, fmt, listingBody, machine, ROOT, startService, writeResult, type RunningService } from './lib.js'
+import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
+import { Rounds } from './rounds.js'
+import { seed } from './seed.js'
+
+const { values: args } = parseArgs({
+  options: {
+    dialects: { type: 'string', default: 'sqlite,postgres' },
+    /** Seconds per measurement, after a warm-up. */
+    duration: { type: 'string', default: '8' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' },
+    /** Marketplaces sending the holds, in turn. */
+    marketplaces: { type: 'string', default: '5' },
+    /** Open holds on the hot listing of `hold-open` before the first round. */
+    'open-holds': { type: 'string', default: '20000' },
+    /** Listings of the discovery city, each database. */
+    'city-listings': { type: 'string', default: '100000' },
+    /** A subset of the scenarios, comma-separated. */
+    scenarios: { type: 'string' },
+  },
+})
+
+const ALL_SCENARIOS = ['hold-fresh', 'hold-open', 'create1', 'discover'] as const
+type Scenario = (typeof ALL_SCENARIOS)[number]
+const chosen = args.scenarios?.split(',') ?? ALL_SCENARIOS
+for (const name of chosen) {
+  if (!(ALL_SCENARIOS as readonly string[]).includes(name)) throw new Error(`unknown scenario ${name}: one of ${ALL_SCENARIOS.join(', ')}`)
+}
+const SCENARIOS = ALL_SCENARIOS.filter((scenario) => chosen.includes(scenario))
+const HOLD_SCENARIOS = SCENARIOS.filter((scenario) => scenario !== 'discover')
+
+const DURATION_S = Number(args.duration)
+const ROUNDS = Number(args.rounds)
+const CONNECTIONS = Number(args.connections)
+const MARKETPLACES = Number(args.marketplaces)
+const OPEN_HOLDS = Number(args['open-holds'])
+const CITY_LISTINGS = Number(args['city-listings'])
+const WARMUP_S = 2
+const HOT_QUANTITY = 1_000_000
+/** Long enough that no hold runs out during a run. */
+const HOLD_SECONDS = 3600
+/** Listings live a day, so nothing seeded or created expires during a run. */
+const TTL_S = 86_400
+const CITY_RADIUS_KM = 10
+const CITY_PROVIDERS = 10
+/** Every HELD_EVERY-th listing of the `held` city holds a reservation of 1 unit. */
+const HELD_EVERY = 10
+const DISCOVER_SIDES = ['none', 'held'] as const
+/** How long a hold sent once waits for its answer: every answer is awaited, even on a loaded machine. */
+const ANSWER_WAIT_MS = 120_000
+
+const mark = (ok: boolean) => (ok ? '✓' : '✗')
+
+const cleanups = cleanUpOnSignals('stopping the services and dropping the databases')
+
+/** A service's /api/v1 request, answered as JSON or thrown. */
+async function call<T>(service: RunningService, method: string, path: string, token: string, body?: unknown): Promise<T> {
+  const answer = await fetch(`${service.baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await answer.text()
+  if (!answer.ok) throw new Error(`${method} ${path} answered ${answer.status}: ${text.slice(0, 300)}`)
+  return JSON.parse(text) as T
+}
+
+/** What a database is set up with before its service starts: its providers' and marketplaces' tokens. */
+interface Tokens {
+  providers: string[]
+  marketplaces: string[]
+}
+
+async function makeClients(url: string, providers: string[], marketplaces: number): Promise<Tokens> {
+  const database = openDatabase(url)
+  try {
+    await migrate(database)
+    const tokens: Tokens = { providers: [], marketplaces: [] }
+    for (const name of providers) tokens.providers.push((await new ProviderRepository(database).create({ name, industry: 'bakery' }, Date.now())).token.token)
+    for (let i = 0; i < marketplaces; i++)
+      tokens.marketplaces.push((await new MarketplaceRepository(database).create(`Bench marketplace ${i + 1}`, Date.now())).token)
+    return tokens
+  } finally {
+    await database.close()
+  }
+}
+
+async function serve(url: string, token: string): Promise<RunningService> {
+  const service = await startService({ DATABASE_URL: url, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true', LISTING_TTL_TIMED_SECONDS: String(TTL_S) }, token)
+  cleanups.add(() => service.stop())
+  return service
+}
+
+/** 1-unit holds of item 0 of a listing, each marketplace in turn, a unique referenceId per request. */
+const holdKinds = (listingId: string, marketplaceTokens: string[]): RequestKind[] =>
+  marketplaceTokens.map((token) => ({
+    weight: 1,
+    method: 'POST',
+    path: '/api/v1/reservations',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: `{"listingId":"${listingId}","referenceId":"${UNIQUE}","items":[{"position":0,"quantity":1}],"holdSeconds":${HOLD_SECONDS}}`,
+  }))
+
+interface Stock {
+  version: number
+  items: Array<{ position: number; quantity: number; held: number; available: number }>
+}
+
+/** The hold database: its service, the hot listings by name, and the tokens. */
+interface HoldBench {
+  service: RunningService
+  url: string
+  tokens: Tokens
+  /** The provider of the hot listings, and the one whose creates are measured. */
+  bakery: string
+  creates: string
+  /** Every hot listing made, in order: the warm-up one, the open one, a fresh one per round. */
+  hot: Array<{ name: string; id: string }>
+  fill?: { result: EachOnceResult; held: number }
+}
+
+async function hotListing(bench: HoldBench, name: string, images: ImageServer): Promise<string> {
+  const body = listingBody(`hot-${name}`, images.url('/img/brand.png'), [undefined])
+  const created = await call<{ listingId: string }>(bench.service, 'POST', '/api/v1/listing/create', bench.bakery, {
+    ...body,
+    items: body.items.map((item) => ({ ...item, quantity: HOT_QUANTITY })),
+  })
+  bench.hot.push({ name, id: created.listingId })
+  return created.listingId
+}
+
+/** `19,997 × 201, 3 × 503`. */
+const answersOf = (result: EachOnceResult) =>
+  Object.entries(result.statuses)
+    .map(([status, n]) => `${fmt(n)} × ${status}`)
+    .join(', ')
+
+const stockOf = (bench: HoldBench, listingId: string) => call<Stock>(bench.service, 'GET', `/api/v1/listing/${listingId}/stock`, bench.bakery)
+
+async function prepareHolds(dialect: Dialect, images: ImageServer): Promise<HoldBench> {
+  const fresh = await freshDatabase(dialect)
+  cleanups.add(() => fresh.drop())
+  const tokens = await makeClients(fresh.url, ['Bench bakery', 'Bench creates'], MARKETPLACES)
+  const [bakery, creates] = tokens.providers as [string, string]
+  const bench: HoldBench = { service: await serve(fresh.url, bakery), url: fresh.url, tokens, bakery, creates, hot: [] }
+  await hotListing(bench, 'warm-up', images)
+  if (SCENARIOS.includes('hold-open')) {
+    // Every fill request is sent once and its answer awaited: here held must equal the 201s exactly.
+    const open = await hotListing(bench, 'open', images)
+    const kinds = holdKinds(open, tokens.marketplaces)
+    const requests = Array.from({ length: OPEN_HOLDS }, (_, i) => {
+      const kind = kinds[i % kinds.length] as RequestKind
+      return { ...kind, body: kind.body?.replace(UNIQUE, `fill-${i}`) }
+    })
+    const result = await runEachOnce(bench.service.baseUrl, requests, CONNECTIONS, ANSWER_WAIT_MS)
+    const held = (await stockOf(bench, open)).items[0]?.held ?? NaN
+    bench.fill = { result, held }
+    console.error(`${dialect}: ${fmt(OPEN_HOLDS)} holds sent once each, ${fmt(result.rps)}/s, answered ${answersOf(result)}; held ${fmt(held)}`)
+  }
+  // Tables filled through the API: PostgreSQL gets what autovacuum would have done by now (off on our server).
+  const database = openDatabase(fresh.url)
+  await settle(database).finally(() => database.close())
+  return bench
+}
+
+/** The discovery city: the same listings on each database, seeded straight into the tables. */
+const PLACES = (() => {
+  const next = random(20261127)
+  const nowUnix = Math.floor(Date.now() / 1000)
+  return Array.from({ length: CITY_LISTINGS }, () => ({
+    ...inDisc(next, DENSE_CITY, CITY_RADIUS_KM),
+    expiresAtUnix: nowUnix + TTL_S,
+    discountRate: Math.round(3 + next() * 6) / 10,
+  }))
+})()
+
+interface CityBench {
+  side: (typeof DISCOVER_SIDES)[number]
+  service: RunningService
+  marketplaceToken: string
+  heldListings: number
+  hold?: EachOnceResult
+}
+
+async function prepareCity(dialect: Dialect, side: CityBench['side']): Promise<CityBench> {
+  const fresh = await freshDatabase(dialect)
+  cleanups.add(() => fresh.drop())
+  const database = openDatabase(fresh.url)
+  let listings: Array<{ id: string }> = []
+  let providerToken = ''
+  try {
+    const perProvider = Math.ceil(CITY_LISTINGS / CITY_PROVIDERS)
+    for (let first = 0; first < CITY_LISTINGS; first += perProvider) {
+      const count = Math.min(perProvider, CITY_LISTINGS - first)
+      providerToken = (
+        await seed(database, count, {
+          items: 1,
+          providerName: `City provider ${first / perProvider + 1}`,
+          analyze: false,
+          place: (seq) => PLACES[first + seq - 1] as (typeof PLACES)[number],
+        })
+      ).token
+    }
+    listings = await database.kysely.selectFrom('listings').select('id').orderBy('id').execute()
+  } finally {
+    await database.close()
+  }
+  const tokens = await makeClients(fresh.url, [], MARKETPLACES)
+  const service = await serve(fresh.url, providerToken)
+  const city: CityBench = { side, service, marketplaceToken: tokens.marketplaces[0] as string, heldListings: 0 }
+  if (side === 'held') {
+    const chosenListings = listings.filter((_, i) => i % HELD_EVERY === 0)
+    const requests = chosenListings.map(({ id }, i) => {
+      const kind = holdKinds(id, tokens.marketplaces)[i % MARKETPLACES] as RequestKind
+      return { ...kind, body: kind.body?.replace(UNIQUE, `city-${i}`) }
+    })
+    city.hold = await runEachOnce(service.baseUrl, requests, CONNECTIONS, ANSWER_WAIT_MS)
+    // A hold refused under load (a 503) holds nothing: the listings holding one are those answered 201.
+    city.heldListings = city.hold.statuses['201'] ?? 0
+  }
+  const settling = openDatabase(fresh.url)
+  await settle(settling).finally(() => settling.close())
+  await fiveKmPage(service.baseUrl, city.marketplaceToken) // a full page, or the run stops here
+  console.error(`${dialect}: city "${side}" ready, ${fmt(listings.length)} listings, ${fmt(city.heldListings)} holding a reservation`)
+  return city
+}
+
+/** As many requests as the service answers, after a warm-up: of `warmUp` when given (holds), else of the same. */
+async function measure(baseUrl: string, kinds: RequestKind[], warmUp: RequestKind[] = kinds): Promise<LoadResult> {
+  await runLoad(baseUrl, warmUp, { connections: CONNECTIONS, durationS: WARMUP_S })
+  return runLoad(baseUrl, kinds, { connections: CONNECTIONS, durationS: DURATION_S })
+}
+
+/** The accounting after the rounds: each hot listing's held, its held reservations listed, and the 201s. */
+interface Accounting {
+  lines: string[]
+  ok: boolean
+}
+
+async function heldListed(bench: HoldBench, listingId: string): Promise<number> {
+  let count = 0
+  let cursor: string | null = null
+  do {
+    const query: string = `/api/v1/reservations?status=held&listingId=${listingId}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+    const page: { data: Array<{ items: Array<{ quantity: number }> }>; nextCursor: string | null } = await call(bench.service, 'GET', query, bench.bakery)
+    for (const reservation of page.data) count += reservation.items.reduce((sum, line) => sum + line.quantity, 0)
+    cursor = page.nextCursor
+  } while (cursor !== null)
+  return count
+}
+
+/** Answers of POST /api/v1/reservations by status, as the service counted them. */
+async function holdAnswers(service: RunningService): Promise<Map<string, number>> {
+  const text = await (await fetch(`${service.baseUrl}/metrics`)).text()
+  const counts = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('listing_http_requests_total{') || !line.includes('method="POST"') || !line.includes('route="/api/v1/reservations"')) continue
+    const status = /status="(\d+)"/.exec(line)?.[1]
+    if (status) counts.set(status, (counts.get(status) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)))
+  }
+  return counts
+}
+
+async function account(bench: HoldBench, record: Rounds): Promise<Accounting> {
+  const lines = [
+    '| hot listing | quantity | held (stock) | held reservations listed | available | quantity − held = available |',
+    '|---|---:|---:|---:|---:|---|',
+  ]
+  let ok = true
+  let heldTotal = 0
+  for (const { name, id } of bench.hot) {
+    const item = (await stockOf(bench, id)).items[0] as Stock['items'][number]
+    const listed = await heldListed(bench, id)
+    // The counter kept on the listing row against the rows that hold it.
+    const agrees = item.held === listed && item.quantity === HOT_QUANTITY && item.available === item.quantity - item.held
+    ok &&= agrees
+    heldTotal += item.held
+    lines.push(`| ${name} | ${fmt(item.quantity)} | ${fmt(item.held)} | ${fmt(listed)} | ${fmt(item.available)} | ${mark(agrees)} |`)
+  }
+  const answers = await holdAnswers(bench.service)
+  const created = answers.get('201') ?? 0
+  const others = [...answers].filter(([status]) => status !== '201')
+  const holdRuns = ['hold-fresh', 'hold-open'].flatMap((key) => record.of(key))
+  const counted = holdRuns.reduce((sum, run) => sum + run.requests - run.failures, 0)
+  // A hold in flight when the load tool ends a run (warm-ups included) is committed, but its connection is gone before
+  // the 201 is finished, so no count has it: at most one per connection and run.
+  const cutOff = heldTotal - created
+  const bound = CONNECTIONS * 2 * holdRuns.length
+  const sumOk = others.length === 0 && cutOff >= 0 && cutOff <= bound
+  ok &&= sumOk
+  lines.push(
+    '',
+    `${mark(sumOk)} Held on every hot listing together: ${fmt(heldTotal)}. Holds answered 201 (the service's /metrics, fill and warm-ups included): ${fmt(created)}` +
+      `${others.length > 0 ? `; other answers: ${others.map(([status, n]) => `${n} × ${status}`).join(', ')}` : '; no other answer'}. ` +
+      `The ${fmt(cutOff)} held beyond them were in flight when the load tool ended a run and closed its connections: committed, their 201 never finished (at most ${fmt(bound)}: ${CONNECTIONS} connections × ${2 * holdRuns.length} runs). ` +
+      `The load tool counted ${fmt(counted)} 201s in the measured runs.`,
+  )
+  if (bench.fill) {
+    const { result, held } = bench.fill
+    const created = result.statuses['201'] ?? 0
+    const fillOk = held === created && result.statuses['no answer'] === undefined
+    ok &&= fillOk
+    lines.push(
+      `${mark(fillOk)} The fill, whose every answer is awaited, so held must equal its 201s exactly: ${fmt(OPEN_HOLDS)} holds, each sent once (${fmt(result.rps)}/s, p99 ${fmt(result.p99Ms, 1)} ms), answered ${answersOf(result)}: held right after it ${fmt(held)}.`,
+    )
+  }
+  return { lines, ok }
+}
+
+const TITLES: Record<Scenario, string> = {
+  'hold-fresh': 'hold 1 unit, a fresh hot listing each round (no hold open at its start)',
+  'hold-open': `hold 1 unit, the hot listing with ${fmt(OPEN_HOLDS)} open holds before round 1`,
+  create1: '1-item create, another provider, unique referenceId',
+  discover: `discovery, 5 km nearest-first, limit ${PAGE_SIZE}, 16 points drawn per request`,
+}
+
+async function benchDialect(dialect: Dialect, images: ImageServer): Promise<string[] | undefined> {
+  if (dialect === 'postgres' && !(await postgresAnswers())) return undefined
+  const record = new Rounds()
+  const openAtStart: number[] = []
+  const lines = [`## ${DIALECT_TITLES[dialect]}`, '']
+  try {
+    const holds = HOLD_SCENARIOS.length > 0 ? await prepareHolds(dialect, images) : undefined
+    const cities: CityBench[] = []
+    if (SCENARIOS.includes('discover')) for (const side of DISCOVER_SIDES) cities.push(await prepareCity(dialect, side))
+    const warmUpId = holds?.hot[0]?.id as string
+    const measured = [...HOLD_SCENARIOS, ...cities.map((city) => `discover ${city.side}`)]
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = measured.map((_, i) => measured[(i + round) % measured.length] as string)
+      for (const key of order) {
+        let result: LoadResult
+        if (key.startsWith('discover ')) {
+          const city = cities.find((c) => key === `discover ${c.side}`) as CityBench
+          result = await measure(city.service.baseUrl, discoverKinds(city.marketplaceToken, 5, 'distance'))
+        } else {
+          const bench = holds as HoldBench
+          if (key === 'create1') {
+            const body = JSON.stringify(listingBody(UNIQUE, images.url('/img/brand.png'), [undefined]))
+            const kind: RequestKind = {
+              weight: 1,
+              method: 'POST',
+              path: '/api/v1/listing/create',
+              headers: { authorization: `Bearer ${bench.creates}`, 'content-type': 'application/json' },
+              body,
+            }
+            result = await measure(bench.service.baseUrl, [kind])
+          } else {
+            const listingId =
+              key === 'hold-open' ? (bench.hot.find((hot) => hot.name === 'open')?.id as string) : await hotListing(bench, `fresh ${round + 1}`, images)
+            if (key === 'hold-open') openAtStart.push((await stockOf(bench, listingId)).items[0]?.held ?? NaN)
+            result = await measure(bench.service.baseUrl, holdKinds(listingId, bench.tokens.marketplaces), holdKinds(warmUpId, bench.tokens.marketplaces))
+          }
+        }
+        record.add(key, result)
+        console.error(`${dialect} round ${round + 1}: ${key} ${fmt(result.rps)} req/s, p99 ${fmt(result.p99Ms, 1)} ms, ${result.failures} failures`)
+      }
+    }
+
+    const row = (title: string, key: string, note = '') =>
+      `| ${title}${note} | ${record.list(key, (run) => fmt(run.rps))} | ${fmt(record.median(key))} | ${record.list(key, (run) => fmt(run.p99Ms, 1))} ms | ${record.failures(key)} |`
+    lines.push('| scenario | req/s, each round | median | p99, each round | failures |', '|---|---|---:|---|---:|')
+    for (const scenario of HOLD_SCENARIOS) {
+      const note = scenario === 'hold-open' ? ` (open holds at each start: ${openAtStart.map((n) => fmt(n)).join(', ')})` : ''
+      lines.push(
+        row(
+          `\`${scenario}\`: ${TITLES[scenario]}, ${CONNECTIONS} connections${scenario === 'create1' ? '' : `, ${MARKETPLACES} marketplaces`}`,
+          scenario,
+          note,
+        ),
+      )
+    }
+    for (const city of cities) {
+      lines.push(row(`\`discover\` ${city.side}: ${TITLES.discover}, ${CONNECTIONS} connections`, `discover ${city.side}`))
+    }
+    lines.push('')
+    if (cities.length > 0) {
+      const held = cities.find((city) => city.side === 'held')
+      lines.push(
+        `Discovery databases: ${fmt(CITY_LISTINGS)} listings of ${CITY_PROVIDERS} providers within ${CITY_RADIUS_KM} km of (${DENSE_CITY.latitude}, ${DENSE_CITY.longitude}), 1 item of quantity 10 each, seeded straight into the tables (bench/seed.ts) identically; ` +
+          `\`held\`: 1 unit of every ${HELD_EVERY}th listing held (${fmt(held?.heldListings ?? 0)} holds through the API, ${fmt(held?.hold?.rps ?? NaN)}/s, answered ${held?.hold ? answersOf(held.hold) : '–'}; none runs out during the run); \`none\`: no hold.`,
+        '',
+      )
+    }
+
+    const verdicts: string[] = []
+    const median = (key: string) => record.median(key)
+    if (record.has('hold-fresh') && record.has('create1')) {
+      const ratio = median('hold-fresh') / median('create1')
+      verdicts.push(`- ${mark(ratio >= 0.5)} holds/s ÷ 1-item creates/s = ${fmt(ratio, 2)} (target ≥ 0.5; stretch ≥ 1: ${mark(ratio >= 1)})`)
+    }
+    for (const key of ['hold-fresh', 'hold-open']) {
+      if (!record.has(key)) continue
+      const worst = Math.max(...record.of(key).map((run) => run.p99Ms))
+      verdicts.push(`- ${mark(worst < 100)} \`${key}\` worst p99 ${fmt(worst, 1)} ms (target < 100 ms)`)
+    }
+    if (record.has('hold-open') && record.has('hold-fresh')) {
+      const ratio = median('hold-open') / median('hold-fresh')
+      verdicts.push(`- ${mark(Math.abs(ratio - 1) <= 0.1)} holds/s with open holds ÷ at the start = ${fmt(ratio, 3)} (target within 10%)`)
+    }
+    if (record.has('discover held') && record.has('discover none')) {
+      const ratio = median('discover held') / median('discover none')
+      verdicts.push(`- ${mark(ratio >= 0.9)} discovery with 10% of listings holding a reservation ÷ with none = ${fmt(ratio, 3)} (target ≥ 0.9)`)
+    }
+    for (const key of [...measured]) if (record.failures(key) > 0) verdicts.push(`- ✗ \`${key}\`: ${record.failures(key)} failures`)
+    if (holds) {
+      const accounting = await account(holds, record)
+      verdicts.push(`- ${mark(accounting.ok)} exact accounting after the run (below)`)
+      lines.push('Targets (medians of the rounds):', '', ...verdicts, '', '### Accounting after the run', '', ...accounting.lines, '')
+    } else {
+      lines.push('Targets (medians of the rounds):', '', ...verdicts, '')
+    }
+  } finally {
+    await cleanups.run()
+  }
+  return lines
+}
+
+const startLoad = loadavg()
+const sections: string[] = [
+  `# Reservations: holds on a hot listing, and discovery with holds — ${new Date().toISOString()}`,
+  '',
+  `Machine: ${machine()}. Load average at start: ${startLoad.map((l) => l.toFixed(2)).join(', ')} (1, 5, 15 min).`,
+  `Command: \`npm run bench:reservations -- ${process.argv.slice(2).join(' ')}\``,
+  `Build: ${describeBuild({ label: 'this build', root: ROOT })}.`,
+  '',
+  `Load: ${loadTool}, ${CONNECTIONS} connections, ${DURATION_S} s per measurement after a ${WARMUP_S} s warm-up (holds warm up on a listing of their own); ${ROUNDS} rounds, each every scenario, the order turning each round. ` +
+    `The service runs as \`npm start\` does (LOG_LEVEL=info, access log to a file, RATE_LIMIT_PER_MINUTE=0), listings living a day; holds are 1 unit of item 0 with holdSeconds ${HOLD_SECONDS}, by ${MARKETPLACES} marketplaces in turn, each request a new referenceId. ` +
+    `The hot listings' database is filled through the API, then settled (PostgreSQL: VACUUM ANALYZE, as autovacuum would have by then) before the rounds.`,
+  '',
+]
+const images = await startImageServer()
+try {
+  for (const dialect of args.dialects.split(',') as Dialect[]) {
+    const lines = await benchDialect(dialect, images)
+    if (!lines) continue
+    sections.push(...lines)
+    console.log(lines.join('\n'))
+  }
+} finally {
+  await images.close()
+}
+console.log(`written to ${writeResult('reservations', sections.join('\n'))}`)
+process.exit(0)
