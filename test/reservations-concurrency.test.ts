@@ -254,17 +254,18 @@ for (const dialect of dialects) {
       const quantities = [40, 40]
       const listingId = await aListing(instanceFor(0), provider.token, quantities)
       const start = service.clock.now
-      const ids: string[] = []
-      for (let n = 0; n < COUNT; n++) {
-        const made = await call(instanceFor(n), 'POST', '/api/v1/reservations', market.token, {
-          listingId,
-          referenceId: `race-${n}`,
-          items: [{ position: n % 2, quantity: 2 }],
-          holdSeconds: 30,
-        })
-        assert.equal(made.status, 201, made.text)
-        ids.push(made.body.id)
-      }
+      const made = await Promise.all(
+        Array.from({ length: COUNT }, (_, n) =>
+          call(instanceFor(n), 'POST', '/api/v1/reservations', market.token, {
+            listingId,
+            referenceId: `race-${n}`,
+            items: [{ position: n % 2, quantity: 2 }],
+            holdSeconds: 30,
+          }),
+        ),
+      )
+      for (const answer of made) assert.equal(answer.status, 201, answer.text)
+      const ids: string[] = made.map((answer) => answer.body.id)
       const expiresAtMs = start + 30_000
       // 'ahead': the instances answer one millisecond before the expiry while the sweepers run on a clock at it (so
       // every transition can win); 'same': all at the expiry, where only the sweepers change anything.
