@@ -90,7 +90,7 @@ export const problemTypes = {
     status: 412,
     title: 'Precondition failed',
     description:
-      'If-Match names a version that is not the listing’s current one: nothing changed. Read the listing again ' +
+      'If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again ' +
       '(its ETag is the current version) and decide anew.',
   },
   'payload-too-large': { status: 413, title: 'Payload too large', description: 'The request body is over 1 MiB.' },

@@ -157,6 +157,50 @@ describe('the typed client against the running service', () => {
     assert.equal(refused.error?.type, '/problems/forbidden')
   })
 
+  test('reservations, typed: a marketplace holds, reads, confirms and releases; the provider reads the stock and cancels', async () => {
+    const marketplace = createListingClient({ baseUrl: service.baseUrl, token: (await service.newMarketplace('Deals App')).token })
+    marketplace.use({
+      onRequest({ request, schemaPath }) {
+        called.add(`${request.method} ${schemaPath}`)
+        return request
+      },
+    })
+    const body = createBody(2)
+    body.items[1] = { ...(body.items[1] as CreateBody['items'][number]), quantity: 5 }
+    const { listingId } = await unwrap(client.POST('/api/v1/listing/create', { body }))
+    const hold = (referenceId: string, quantity: number) =>
+      unwrap(marketplace.POST('/api/v1/reservations', { body: { listingId, referenceId, items: [{ position: 1, quantity }], holdSeconds: 300 } }))
+
+    const held = await hold('basket-1', 2)
+    assert.deepEqual([held.status, held.version, held.marketplace.name, held.items[0]?.quantity], ['held', 1, 'Deals App', 2])
+    const reservationId = held.id
+    assert.deepEqual(await unwrap(marketplace.GET('/api/v1/reservations/{reservationId}', { params: { path: { reservationId } } })), held)
+    const stock = await unwrap(client.GET('/api/v1/listing/{listingId}/stock', { params: { path: { listingId } } }))
+    assert.deepEqual(stock.items[1], { position: 1, quantity: 5, held: 2, available: 3 })
+
+    const confirmed = await unwrap(
+      marketplace.POST('/api/v1/reservations/{reservationId}/confirm', { params: { path: { reservationId }, header: { 'if-match': '"1"' } } }),
+    )
+    assert.deepEqual([confirmed.status, confirmed.version], ['confirmed', 2])
+    const released = await unwrap(
+      marketplace.POST('/api/v1/reservations/{reservationId}/release', { params: { path: { reservationId: (await hold('basket-2', 1)).id } } }),
+    )
+    assert.deepEqual([released.status, released.endedBy], ['released', 'marketplace'])
+    const cancelled = await unwrap(client.POST('/api/v1/reservations/{reservationId}/cancel', { params: { path: { reservationId } } }))
+    assert.deepEqual([cancelled.status, cancelled.endedBy], ['cancelled', 'provider'])
+
+    const page = await unwrap(client.GET('/api/v1/reservations', { params: { query: { listingId, status: 'cancelled', limit: 10 } } }))
+    assert.deepEqual(
+      page.data.map((reservation) => reservation.id),
+      [reservationId],
+    )
+    const short = await marketplace.POST('/api/v1/reservations', { body: { listingId, referenceId: 'basket-3', items: [{ position: 1, quantity: 6 }] } })
+    assert.equal(short.error?.type, '/problems/insufficient-stock')
+    assert.equal(short.error?.errors?.[0]?.available, 5)
+    const refused = await client.POST('/api/v1/reservations', { body: { listingId, referenceId: 'basket-4', items: [{ position: 0, quantity: 1 }] } })
+    assert.equal(refused.error?.type, '/problems/forbidden')
+  })
+
   test('photos, typed: upload one (the same bytes again are the same image), then read it back without a token', async () => {
     const photo = await phonePhoto(80, 60)
     const upload = () =>
@@ -181,14 +225,21 @@ describe('the typed client against the running service', () => {
 
   test('the README’s TypeScript walk-through (clients/typescript/example.ts) runs as it is', async () => {
     const { token } = await service.newProvider()
+    const { token: marketplaceToken } = await service.newMarketplace()
     // As the README runs it: `npx tsx clients/typescript/example.ts`, a process of its own.
     const example = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'clients', 'typescript', 'example.ts')], {
-      env: cleanEnv({ BASE_URL: service.baseUrl, TOKEN: token, IMAGE_URL: fixtureImages.url('/tiny.png') }),
+      env: cleanEnv({ BASE_URL: service.baseUrl, TOKEN: token, MARKETPLACE_TOKEN: marketplaceToken, IMAGE_URL: fixtureImages.url('/tiny.png') }),
     })
     assert.equal(example.code, 0, example.stderr)
     assert.match(example.stdout, /changed: version 2 status active/)
     assert.match(example.stdout, /refused: 412 \/problems\/precondition-failed/)
-    assert.match(example.stdout, /events: listing.created, listing.updated, listing.withdrawn/)
+    assert.match(example.stdout, /held: held until 20/)
+    assert.match(example.stdout, /available: 0, 4\n/)
+    assert.match(example.stdout, /confirmed: version 2 status confirmed/)
+    assert.match(example.stdout, /marketplace events: reservation.held, reservation.confirmed\n/)
+    assert.match(example.stdout, /withdrawn: version 4 status withdrawn/)
+    // The confirmation took two coffees out of the listing's quantity: a change of the listing too.
+    assert.match(example.stdout, /events: listing.created, listing.updated, listing.updated, listing.withdrawn\n/)
   })
 
   test('every operation of the document has been called through the client', async () => {

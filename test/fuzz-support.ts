@@ -235,8 +235,10 @@ export function plausibleValue(key: string | undefined): fc.Arbitrary<Node> {
     case 'isAssignedToDriver':
       return fc.boolean()
     case 'position':
-      // A PATCH names items by position: the fuzzed listing has 3 (0–2); 3 and 4 name none.
+      // A PATCH or a hold names items by position: the fuzzed listing has 3 (0–2); 3 and 4 name none.
       return fc.integer({ min: 0, max: 4 })
+    case 'holdSeconds':
+      return fc.integer({ min: 0, max: 4000 })
     case 'imageUrl':
       return imageUrl
     default:

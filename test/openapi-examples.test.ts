@@ -4,7 +4,7 @@ import { dereference } from '@readme/openapi-parser'
 import type { ImageFormat } from '../src/images/sniff.js'
 import { startService, type TestService } from './helper.js'
 import { imageOf } from './image-files.js'
-import { assertMatches, examplesOf, fetchDocument, marketplaceToken, operationsOf, realParameters, type Document } from './openapi-support.js'
+import { FOR_MARKETPLACES, assertMatches, examplesOf, fetchDocument, marketplaceToken, operationsOf, realParameters, type Document } from './openapi-support.js'
 
 // GET /openapi.json (docs/api.md): the examples are what the service accepts and answers, and every response has one. The machinery is in openapi-support.ts.
 
@@ -30,17 +30,18 @@ describe('GET /openapi.json: examples', () => {
     for (const [route, operation] of operationsOf(resolved)) {
       const [method, template] = route.split(' ') as [string, string]
       const providerToken = (operation.security ?? []).length > 0 ? (await acceptingImages.newProvider()).token : undefined
-      // Discovery is for marketplace tokens; every other route with security is a provider's.
-      const token = providerToken !== undefined && operation.tags?.includes('discovery') ? await marketplaceToken(acceptingImages) : providerToken
+      // Discovery, holds, confirms and releases are for marketplace tokens; every other route with security serves providers.
+      const token = providerToken !== undefined && FOR_MARKETPLACES.has(route) ? await marketplaceToken(acceptingImages) : providerToken
       const examples = new URLSearchParams()
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in === 'query' && parameter.name !== 'cursor' && parameter.name !== 'limit') examples.set(parameter.name, String(parameter.example))
       }
-      // Ids in examples name nothing that exists: path parameters, the feed's `after` and discovery's `cursor` name real things instead.
+      // Ids in examples name nothing that exists: path parameters, the feed's `after`, the cursors and a body's `listingId`
+      // name real things instead.
       // A public route naming something (an image) gets real values too, made by a provider of its own.
       const names = (operation.parameters ?? []).some((parameter: { in: string }) => parameter.in === 'path')
       const owner = providerToken ?? (names ? (await acceptingImages.newProvider()).token : undefined)
-      const real = owner === undefined ? {} : await realParameters(acceptingImages, owner, examples)
+      const real = owner === undefined ? {} : await realParameters(acceptingImages, owner, route, examples)
       let path = template
       const query = new URLSearchParams()
       const headers: Record<string, string> = {}
@@ -56,7 +57,11 @@ describe('GET /openapi.json: examples', () => {
       // A body of bytes has no example in the document: a real image of each type it takes is sent instead.
       const imageTypes = Object.keys(operation.requestBody?.content ?? {}).filter((type) => type.startsWith('image/'))
       if (operation.requestBody) assert.ok(bodies.length > 0 || imageTypes.length > 0, `${route} has no request example`)
-      const sent: Array<readonly [string, { json?: unknown; raw?: Buffer; type?: string }]> = bodies.map(([name, json]) => [name, { json }] as const)
+      const named = (json: unknown) =>
+        json !== null && typeof json === 'object' && 'listingId' in json && real.listingId !== undefined ? { ...json, listingId: real.listingId } : json
+      const sent: Array<readonly [string, { json?: unknown; raw?: Buffer; type?: string }]> = bodies.map(
+        ([name, json]) => [name, { json: named(json) }] as const,
+      )
       for (const type of imageTypes) sent.push([type, { raw: await imageOf(type.slice('image/'.length) as ImageFormat, 40, 30), type }])
       for (const [name, { json: body, raw, type }] of sent.length > 0 ? sent : [['no body', {}] as const]) {
         const response = await acceptingImages.request(method, `${path}${search}`, {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before } from 'node:test'
@@ -10,7 +11,7 @@ import type { ProblemType } from '../src/errors.js'
 import { createAjv } from '../src/http/validation.js'
 import { MarketplaceRepository } from '../src/providers/marketplaces.js'
 import { ProviderRepository } from '../src/providers/repository.js'
-import { fixtureImages, listingBody } from './fixtures.js'
+import { fixtureImages, item, listingBody } from './fixtures.js'
 import { startService, type Response, type TestService } from './helper.js'
 import { phonePhoto } from './image-files.js'
 
@@ -41,11 +42,29 @@ export const WEBHOOK_ROUTES_OF_ONE: Array<[route: string, method: string, path: 
   [WEBHOOK_ENABLE, 'POST', '/api/v1/webhooks/:id/enable'],
   [WEBHOOK_DELIVERIES, 'GET', '/api/v1/webhooks/:id/deliveries'],
 ]
-/** The routes that serve provider and marketplace tokens alike. */
-export const FOR_BOTH_KINDS = new Set([EVENTS, WEBHOOK_CREATE, WEBHOOK_LIST, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)])
 export const UNKNOWN_WEBHOOK = `wh_${'0'.repeat(26)}`
 export const WEBHOOK_BODY = { url: 'https://pos.example.com/hooks/listings' }
 export const DISCOVER = 'GET /api/v1/discover'
+export const RESERVE = 'POST /api/v1/reservations'
+export const RESERVATIONS = 'GET /api/v1/reservations'
+export const RESERVATION = 'GET /api/v1/reservations/{reservationId}'
+export const CONFIRM = 'POST /api/v1/reservations/{reservationId}/confirm'
+export const RELEASE = 'POST /api/v1/reservations/{reservationId}/release'
+export const CANCEL = 'POST /api/v1/reservations/{reservationId}/cancel'
+export const STOCK = 'GET /api/v1/listing/{listingId}/stock'
+/** The routes that serve marketplace tokens only. */
+export const FOR_MARKETPLACES = new Set([DISCOVER, RESERVE, CONFIRM, RELEASE])
+/** The routes that serve provider and marketplace tokens alike. */
+export const FOR_BOTH_KINDS = new Set([
+  EVENTS,
+  WEBHOOK_CREATE,
+  WEBHOOK_LIST,
+  ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route),
+  RESERVATIONS,
+  RESERVATION,
+  CANCEL,
+  STOCK,
+])
 /** Where aListing's listings are (listingBody's location): discovery provocations look there. */
 export const DISCOVER_PATH = '/api/v1/discover?latitude=24.7136&longitude=46.6753'
 export const UPLOAD = 'POST /api/v1/images'
@@ -237,6 +256,50 @@ export function marketplaceToken(service: TestService): Promise<string> {
   return token
 }
 
+/** The token a request to `route` is sent with: the service's marketplace token on a marketplace's route, else `token`. */
+export const tokenFor = async (service: TestService, route: string, token: string) => (FOR_MARKETPLACES.has(route) ? marketplaceToken(service) : token)
+
+export const UNKNOWN_RESERVATION = `rsv_${'0'.repeat(26)}`
+
+/** A hold's body: `quantity` units of the listing's first item, under a referenceId of its own. */
+export const holdBody = (listingId: string, quantity = 1, holdSeconds?: number) => ({
+  listingId,
+  referenceId: `basket-${randomUUID()}`,
+  items: [{ position: 0, quantity }],
+  ...(holdSeconds === undefined ? {} : { holdSeconds }),
+})
+
+/** POST /api/v1/reservations by the marketplace with `token`. */
+export const hold = (service: TestService, token: string | undefined, body: Record<string, unknown>) =>
+  service.request('POST', '/api/v1/reservations', { token, json: body })
+
+/** `action` (confirm, release, cancel) of the reservation `id`. */
+export const endReservation = (service: TestService, token: string | undefined, action: string, id: string, headers: Record<string, string> = {}) =>
+  service.request('POST', `/api/v1/reservations/${id}/${action}`, { token, headers })
+
+/**
+ * A reservation the service's marketplace holds (one unit for `holdSeconds`, or the default) of a new listing of the
+ * provider with `token`: its id, its listing's id and the marketplace's token.
+ */
+export async function aReservation(service: TestService, token: string, holdSeconds?: number): Promise<{ id: string; listingId: string; marketplace: string }> {
+  const { id: listingId } = await aListing(service, token)
+  const marketplace = await marketplaceToken(service)
+  const held = await hold(service, marketplace, holdBody(listingId, 1, holdSeconds))
+  assert.equal(held.status, 201, held.text)
+  return { id: held.body.id, listingId, marketplace }
+}
+
+/**
+ * The marketplace routes: a request each by `token`, with an id that names nothing. A provider's token here is
+ * refused (403).
+ */
+export const forMarketplaces: Record<string, (service: TestService, token: string | undefined) => Promise<Response>> = {
+  [DISCOVER]: (service, token) => service.request('GET', DISCOVER_PATH, { token }),
+  [RESERVE]: (service, token) => hold(service, token, holdBody(UNKNOWN_LISTING)),
+  [CONFIRM]: (service, token) => endReservation(service, token, 'confirm', UNKNOWN_RESERVATION),
+  [RELEASE]: (service, token) => endReservation(service, token, 'release', UNKNOWN_RESERVATION),
+}
+
 /**
  * The routes every request of which needs a token: a request each, by `token` (none: no Authorization header),
  * that a provider with a listing may send. Their 401 and 429 provocations are made from it.
@@ -258,8 +321,18 @@ export const authenticated: Record<string, (service: TestService, token: string 
       (service: TestService, token: string | undefined) => toEndpoint(service, token, method, path, UNKNOWN_WEBHOOK),
     ]),
   ),
-  // Discovery is a marketplace's: a request that has a token sends the service's marketplace token instead.
-  [DISCOVER]: async (service, token) => service.request('GET', DISCOVER_PATH, { token: token === undefined ? undefined : await marketplaceToken(service) }),
+  [RESERVATIONS]: (service, token) => service.request('GET', '/api/v1/reservations', { token }),
+  [RESERVATION]: (service, token) => service.request('GET', `/api/v1/reservations/${UNKNOWN_RESERVATION}`, { token }),
+  [CANCEL]: (service, token) => endReservation(service, token, 'cancel', UNKNOWN_RESERVATION),
+  [STOCK]: (service, token) => service.request('GET', `/api/v1/listing/${UNKNOWN_LISTING}/stock`, { token }),
+  // Discovery, holds, confirms and releases are a marketplace's: a request that has a token sends the service's
+  // marketplace token instead.
+  ...Object.fromEntries(
+    Object.entries(forMarketplaces).map(([route, send]) => [
+      route,
+      async (service: TestService, token: string | undefined) => send(service, token === undefined ? undefined : await marketplaceToken(service)),
+    ]),
+  ),
 }
 
 /** Without a token: 401 from every authenticated route. */
@@ -305,20 +378,45 @@ export function whileWriteLocked(route: string, send: (service: TestService, tok
   }
 }
 
-/** Real values for the parameters that name things: a listing of the provider with `token`, and its first event. */
-export async function realParameters(service: TestService, token: string, query: URLSearchParams): Promise<Record<string, string>> {
-  const { id, referenceId } = await aListing(service, token)
+/**
+ * Real values for the parameters of `route` that name things: a listing of the provider with `token` (with units
+ * to spare), its first event, a reservation the service's marketplace holds of it, and a cursor of the route's
+ * query (`query`, its examples).
+ */
+export async function realParameters(service: TestService, token: string, route: string, query: URLSearchParams): Promise<Record<string, string>> {
+  const body = listingBody({ items: [item(0, { quantity: 5 }), item(1, { quantity: 5 })] })
+  const created = await service.create(token, body)
+  assert.equal(created.status, 201, created.text)
+  const id: string = created.body.listingId
   await aListing(service, token)
   const events = await service.request('GET', '/api/v1/events', { token })
-  // A cursor continues the query it came from: discovery's examples, one listing per page.
-  const discovered = await service.request('GET', `/api/v1/discover?${query}&limit=1`, { token: await marketplaceToken(service) })
+  // Two held of the second item, which PATCH's example leaves as it is; a hold's example takes the first.
+  const marketplace = await marketplaceToken(service)
+  const reservations: string[] = []
+  for (let k = 0; k < 2; k++) {
+    const held = await hold(service, marketplace, { listingId: id, referenceId: `basket-${randomUUID()}`, items: [{ position: 1, quantity: 1 }] })
+    assert.equal(held.status, 201, held.text)
+    reservations.push(held.body.id)
+  }
+  // A cursor continues the query it came from (the route's examples), one item per page.
+  let cursor
+  if (route === RESERVATIONS) {
+    const params = new URLSearchParams(query)
+    params.set('listingId', id)
+    const page = await service.request('GET', `/api/v1/reservations?${params}&limit=1`, { token })
+    cursor = page.body?.nextCursor
+  } else {
+    const discovered = await service.request('GET', `/api/v1/discover?${query}&limit=1`, { token: marketplace })
+    cursor = discovered.body?.nextCursor
+  }
   return {
     listingId: id,
-    referenceId,
+    referenceId: body.referenceId,
     after: events.body.data[0].id,
-    cursor: discovered.body?.nextCursor,
+    cursor,
     webhookId: await anEndpoint(service, token),
     file: await anImage(service, token),
+    reservationId: reservations[0] as string,
   }
 }
 
@@ -333,6 +431,21 @@ export const dropItems = (service: TestService) => sql`drop table events`.execut
 
 /** A column every non-empty page reads (its listings' items): renamed, a page fails unexpectedly. */
 export const renamePageColumn = renameColumn('listings', 'items_record')
+
+/** The routes that read a JSON body, each as its method and a path to it. */
+const BODY_ROUTES: Array<[route: string, method: string, path: string]> = [
+  [CREATE, 'POST', '/api/v1/listing/create'],
+  [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
+  [WEBHOOK_CREATE, 'POST', '/api/v1/webhooks'],
+]
+
+/** The reservation routes that read a body: a hold's, and the actions', which take none but an empty one. */
+const RESERVATION_BODY_ROUTES: Array<[route: string, method: string, path: string]> = [
+  [RESERVE, 'POST', '/api/v1/reservations'],
+  [CONFIRM, 'POST', `/api/v1/reservations/${UNKNOWN_RESERVATION}/confirm`],
+  [RELEASE, 'POST', `/api/v1/reservations/${UNKNOWN_RESERVATION}/release`],
+  [CANCEL, 'POST', `/api/v1/reservations/${UNKNOWN_RESERVATION}/cancel`],
+]
 
 /**
  * How to make each route answer with each problem type it can answer with. Keyed by every problem type, so a new
@@ -358,6 +471,17 @@ export const provocations: Record<ProblemType, Provocation[]> = {
     { route: DISCOVER, send: async (service) => service.request('GET', `${DISCOVER_PATH}&limit=0`, { token: await marketplaceToken(service) }) },
     // A truncated photo.
     { route: UPLOAD, send: async (service, token) => uploadImage(service, token, (await phonePhoto(64, 48)).subarray(0, 400)) },
+    { route: RESERVE, send: async (service) => hold(service, await marketplaceToken(service), {}) },
+    { route: RESERVATIONS, send: (service, token) => service.request('GET', '/api/v1/reservations?limit=0', { token }) },
+    // A body where an action takes none.
+    ...[CONFIRM, RELEASE, CANCEL].map((route) => ({
+      route,
+      send: async (service: TestService, token: string) =>
+        service.request('POST', `/api/v1/reservations/${UNKNOWN_RESERVATION}/${route.split('/').at(-1) as string}`, {
+          token: await tokenFor(service, route, token),
+          json: { reason: 'x' },
+        }),
+    })),
     // A malformed If-None-Match on the conditional reads.
     ...[ONE, BY_REFERENCE].map((route) => ({
       route,
@@ -370,18 +494,23 @@ export const provocations: Record<ProblemType, Provocation[]> = {
   'image-unavailable': [{ route: CREATE, send: (service, token) => service.create(token, withImage(fixtureImages.url('/status/404'))) }],
   unauthorized: unauthorizedEverywhere(),
   // A token of the other kind than the route serves: a marketplace's on every provider route, a provider's on
-  // discovery. The feed and webhooks serve both kinds: never 403.
+  // the marketplace routes. The feed, webhooks and the reservation routes for both serve both kinds: never 403.
   forbidden: Object.entries(authenticated)
     .filter(([route]) => !FOR_BOTH_KINDS.has(route))
     .map(([route, send]) => ({
       route,
-      send: async (service, token) => (route === DISCOVER ? service.request('GET', DISCOVER_PATH, { token }) : send(service, await marketplaceToken(service))),
+      send: async (service, token) => {
+        const ofMarketplaces = forMarketplaces[route]
+        return ofMarketplaces ? ofMarketplaces(service, token) : send(service, await marketplaceToken(service))
+      },
     })),
   'not-found': [
-    ...[ONE, PATCH, WITHDRAW, BY_REFERENCE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route)].map((route) => ({
-      route,
-      send: (service: TestService, token: string) => authenticated[route]!(service, token),
-    })),
+    ...[ONE, PATCH, WITHDRAW, BY_REFERENCE, ...WEBHOOK_ROUTES_OF_ONE.map(([route]) => route), RESERVE, RESERVATION, CONFIRM, RELEASE, CANCEL, STOCK].map(
+      (route) => ({
+        route,
+        send: (service: TestService, token: string) => authenticated[route]!(service, token),
+      }),
+    ),
     { route: IMAGE, send: (service) => service.request('GET', `/images/img_${'0'.repeat(24)}.jpg`) },
   ],
   // Answered by the connection before any route (test/hostile.test.ts provokes them).
@@ -405,12 +534,70 @@ export const provocations: Record<ProblemType, Provocation[]> = {
         return service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY })
       },
     },
+    // The same referenceId with another body.
+    {
+      route: RESERVE,
+      async send(service, token) {
+        const { id } = await aListing(service, token)
+        const marketplace = await marketplaceToken(service)
+        const first = holdBody(id)
+        assert.equal((await hold(service, marketplace, first)).status, 201)
+        return hold(service, marketplace, { ...first, holdSeconds: 60 })
+      },
+    },
   ],
-  // Provoked for the reservation routes by the reservations' own provocations (below, to come).
-  'insufficient-stock': [],
-  'reservation-expired': [],
-  'reservation-closed': [],
+  'insufficient-stock': [
+    // aListing's items have one unit each.
+    {
+      route: RESERVE,
+      async send(service, token) {
+        const { id } = await aListing(service, token)
+        return hold(service, await marketplaceToken(service), holdBody(id, 2))
+      },
+    },
+    {
+      route: PATCH,
+      async send(service, token) {
+        const { listingId } = await aReservation(service, token)
+        return service.request('PATCH', `/api/v1/listing/${listingId}`, { token, json: { items: [{ position: 0, quantity: 0 }] } })
+      },
+    },
+  ],
+  'reservation-expired': [
+    {
+      route: CONFIRM,
+      async send(service, token) {
+        const { id, marketplace } = await aReservation(service, token, 30)
+        service.clock.now += 30_000
+        return endReservation(service, marketplace, 'confirm', id)
+      },
+    },
+  ],
+  'reservation-closed': [
+    // Confirming a released one; releasing a confirmed one.
+    ...(
+      [
+        [CONFIRM, 'release', 'confirm'],
+        [RELEASE, 'confirm', 'release'],
+      ] as const
+    ).map(([route, first, then]) => ({
+      route,
+      async send(service: TestService, token: string) {
+        const { id, marketplace } = await aReservation(service, token)
+        assert.equal((await endReservation(service, marketplace, first, id)).status, 200)
+        return endReservation(service, marketplace, then, id)
+      },
+    })),
+  ],
   'listing-closed': [
+    {
+      route: RESERVE,
+      async send(service, token) {
+        const { id } = await aListing(service, token)
+        assert.equal((await service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })).status, 200)
+        return hold(service, await marketplaceToken(service), holdBody(id))
+      },
+    },
     {
       route: PATCH,
       async send(service, token) {
@@ -447,16 +634,25 @@ export const provocations: Record<ProblemType, Provocation[]> = {
         return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token, headers: { 'if-match': '"2"' } })
       },
     },
+    ...(
+      [
+        [CONFIRM, 'confirm'],
+        [RELEASE, 'release'],
+        [CANCEL, 'cancel'],
+      ] as const
+    ).map(([route, action]) => ({
+      route,
+      async send(service: TestService, token: string) {
+        const { id, marketplace } = await aReservation(service, token)
+        return endReservation(service, route === CANCEL ? token : marketplace, action, id, { 'if-match': '"2"' })
+      },
+    })),
   ],
-  'payload-too-large': [
-    [CREATE, 'POST', '/api/v1/listing/create'],
-    [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
-    [WEBHOOK_CREATE, 'POST', '/api/v1/webhooks'],
-  ].map(([route, method, path]) => ({
-    route: route as string,
-    send: (service, token) =>
-      service.request(method as string, path as string, {
-        token,
+  'payload-too-large': [...BODY_ROUTES, ...RESERVATION_BODY_ROUTES].map(([route, method, path]) => ({
+    route,
+    send: async (service, token) =>
+      service.request(method, path, {
+        token: await tokenFor(service, route, token),
         raw: JSON.stringify(listingBody()).padEnd(ONE_MIB + 1),
         headers: { 'content-type': 'application/json' },
       }),
@@ -466,14 +662,14 @@ export const provocations: Record<ProblemType, Provocation[]> = {
     { route: UPLOAD, send: (service, token) => uploadImage(service, token, Buffer.concat([Buffer.from([0xff, 0xd8, 0xff]), Buffer.alloc(5 * ONE_MIB)])) },
   ],
   'unsupported-media-type': [
-    ...[
-      [CREATE, 'POST', '/api/v1/listing/create'],
-      [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
-      [WEBHOOK_CREATE, 'POST', '/api/v1/webhooks'],
-    ].map(([route, method, path]) => ({
-      route: route as string,
-      send: (service: TestService, token: string) =>
-        service.request(method as string, path as string, { token, raw: JSON.stringify(listingBody()), headers: { 'content-type': 'text/plain' } }),
+    ...[...BODY_ROUTES, ...RESERVATION_BODY_ROUTES].map(([route, method, path]) => ({
+      route,
+      send: async (service: TestService, token: string) =>
+        service.request(method, path, {
+          token: await tokenFor(service, route, token),
+          raw: JSON.stringify(listingBody()),
+          headers: { 'content-type': 'text/plain' },
+        }),
     })),
     { route: UPLOAD, send: (service, token) => uploadImage(service, token, 'a photo', 'text/plain') },
   ],
@@ -538,6 +734,27 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       send: async (service) => service.request('GET', DISCOVER_PATH, { token: await marketplaceToken(service) }),
     },
     { route: UPLOAD, prepare: renameColumn('images', 'upload_hash'), send: (service, token) => authenticated[UPLOAD]!(service, token) },
+    // A hold writes the reservation's items; a page and a read select them.
+    ...[RESERVE, RESERVATIONS, RESERVATION].map((route): Provocation => {
+      let listingId = ''
+      return {
+        route,
+        async prepare(service, token) {
+          listingId = (await aListing(service, token)).id
+          await renameColumn('reservations', 'items_record')(service)
+        },
+        send: async (service, token) =>
+          route === RESERVE ? hold(service, await marketplaceToken(service), holdBody(listingId)) : authenticated[route]!(service, token),
+      }
+    }),
+    // An action finds the reservation's listing first: a marketplace in its index, a provider in its reservations.
+    ...[CONFIRM, RELEASE].map((route) => ({
+      route,
+      prepare: renameColumn('marketplace_reservations', 'listing_id'),
+      send: (service: TestService, token: string) => authenticated[route]!(service, token),
+    })),
+    { route: CANCEL, prepare: renameColumn('reservations', 'listing_id'), send: (service, token) => authenticated[CANCEL]!(service, token) },
+    { route: STOCK, prepare: renamePageColumn, send: (service, token) => authenticated[STOCK]!(service, token) },
     // A file the store cannot read: a folder where the image was.
     {
       route: IMAGE,
@@ -564,6 +781,11 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       whileLockedOut(route, (service, token) => authenticated[route]!(service, token)),
     ),
     marketplaceFirst(whileLockedOut(DISCOVER, async (service) => service.request('GET', DISCOVER_PATH, { token: await marketplaceToken(service) }))),
+    ...[RESERVATIONS, RESERVATION, STOCK].map((route) => whileLockedOut(route, (service, token) => authenticated[route]!(service, token))),
+    // Holds and actions are writes: they wait busy_timeout on the writer thread, then give up.
+    marketplaceFirst(whileWriteLocked(RESERVE, async (service, _token, listingId) => hold(service, await marketplaceToken(service), holdBody(listingId)))),
+    ...[CONFIRM, RELEASE].map((route) => marketplaceFirst(whileWriteLocked(route, (service, token) => authenticated[route]!(service, token)))),
+    whileWriteLocked(CANCEL, (service, token) => authenticated[CANCEL]!(service, token)),
     whileWriteLocked(PATCH, (service, token, id) =>
       service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } }),
     ),

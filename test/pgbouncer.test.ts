@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import pg from 'pg'
-import { listingBody } from './fixtures.js'
+import { item, listingBody } from './fixtures.js'
 import { createTestDatabase, parseJsonOrUndefined, testDialects, type TestDatabase } from './helper.js'
 import { PGBOUNCER, pgbouncerInstalled, startPgBouncer, type PgBouncer } from './pgbouncer-support.js'
 import { killAll, runCli, startServer, type ServerProcess } from './process.js'
@@ -12,7 +12,8 @@ import { killAll, runCli, startServer, type ServerProcess } from './process.js'
  * server connection, and keeps whatever a SET left there for the next client: so the service must send no
  * startup settings, prepare nothing by name, and set nothing per session, and its statement bound must still
  * hold. Two real instances, through a PgBouncer of this file's own with a pool smaller than their clients, so
- * that server connections are shared between them.
+ * that server connections are shared between them. Reservations too: a hold locks its listing's row for the
+ * length of its transaction, which must be one transaction on one server connection.
  */
 
 after(killAll)
@@ -132,8 +133,61 @@ describe('two instances through PgBouncer in transaction mode', { skip }, () => 
     }
   })
 
+  test('reservations at once from both instances: as many holds as units, confirmed or released elsewhere, read back; the marketplace’s feed has each change', async () => {
+    const instance = (i: number) => servers[i % 2] as ServerProcess
+    const made = await runCli(['marketplace', 'create', '--name', 'Pooled Deals'], { DATABASE_URL: url })
+    assert.equal(made.code, 0, made.stderr)
+    const marketplace = (JSON.parse(made.stdout) as { token: string }).token
+    const created = await call(instance(0), 'POST', '/api/v1/listing/create', token, listingBody({ items: [item(0, { quantity: 10 })] }))
+    assert.equal(created.status, 201)
+    const listingId = created.body.listingId as string
+    // One unit each, sixteen at once on a listing of ten: each takes the listing's lock in its own transaction.
+    const holds = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        call(instance(i), 'POST', '/api/v1/reservations', marketplace, { listingId, referenceId: `pooled-${i}`, items: [{ position: 0, quantity: 1 }] }),
+      ),
+    )
+    const refused = holds.filter((answer) => answer.status !== 201)
+    assert.equal(holds.length - refused.length, 10, JSON.stringify(refused.find((answer) => answer.body?.type !== '/problems/insufficient-stock')?.body))
+    assert.deepEqual(new Set(refused.map((answer) => `${answer.status} ${String(answer.body.type)}`)), new Set(['409 /problems/insufficient-stock']))
+    // Each with the instance that made it.
+    const heldBy = holds.flatMap((answer, i) => (answer.status === 201 ? [{ id: answer.body.id as string, i }] : []))
+    const held = heldBy.map(({ id }) => id)
+    // Each ended on the instance that did not make it: half confirmed, half released, at once.
+    const ended = await Promise.all(
+      heldBy.map(({ id, i }, k) => call(instance(i + 1), 'POST', `/api/v1/reservations/${id}/${k % 2 === 0 ? 'confirm' : 'release'}`, marketplace)),
+    )
+    assert.deepEqual(
+      ended.map((answer) => `${answer.status} ${String(answer.body.status)}`),
+      held.map((_, k) => (k % 2 === 0 ? '200 confirmed' : '200 released')),
+    )
+    for (const [k, id] of held.entries()) {
+      const read = await call(instance(k), 'GET', `/api/v1/reservations/${id}`, marketplace)
+      assert.deepEqual([read.status, read.body.status, read.body.version], [200, k % 2 === 0 ? 'confirmed' : 'released', 2])
+    }
+    for (const server of servers) {
+      const stock = await call(server, 'GET', `/api/v1/listing/${listingId}/stock`, marketplace)
+      assert.equal(stock.status, 200, JSON.stringify(stock.body))
+      assert.deepEqual(stock.body.items, [{ position: 0, quantity: 5, held: 0, available: 5 }])
+    }
+    // The marketplace's feed: every change of its reservations, each reservation's in the order they happened.
+    const types = new Map<string, string[]>()
+    for (let cursor: string | undefined; ;) {
+      const page = await call(instance(0), 'GET', `/api/v1/events?limit=7${cursor ? `&after=${cursor}` : ''}`, marketplace)
+      assert.equal(page.status, 200, JSON.stringify(page.body))
+      if (page.body.data.length === 0) break
+      for (const event of page.body.data) types.set(event.data.id, [...(types.get(event.data.id) ?? []), event.type])
+      cursor = page.body.nextCursor
+    }
+    assert.deepEqual(
+      held.map((id) => types.get(id)),
+      held.map((_, k) => ['reservation.held', k % 2 === 0 ? 'reservation.confirmed' : 'reservation.released']),
+    )
+    assert.equal(types.size, held.length)
+  })
+
   test('nothing stays behind on the server connections: no prepared statement, and each has the role’s bound', async () => {
-    // After the load above, every pooled server connection has served both instances. A statement prepared by
+    // After the loads above, every pooled server connection has served both instances. A statement prepared by
     // name would still be listed there; a SET would show as the session's own value.
     const seen = await onEveryServerConnection(url, POOL_SIZE, async (client) => {
       const prepared = await client.query<{ n: string }>('select count(*)::text as n from pg_prepared_statements')

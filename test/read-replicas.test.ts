@@ -14,7 +14,8 @@ import { startPrimaryAndStandby, standbyUnavailable, type PrimaryAndStandby } fr
  * own. With the standby's replay paused (the worst case: it never catches up), a provider still never reads an
  * older state than one it was told of, on either instance: a create, then its GET; a PATCH, then GET and
  * If-None-Match; the feed's cursor; and a withdrawal leaves discovery at once. A marketplace reads its own stream
- * as a provider does. A provider or marketplace that wrote nothing since is still read from the standby.
+ * as a provider does, and its reservations and a listing's stock are always read on the primary: a hold, then its
+ * reads on the other instance. A provider or marketplace that wrote nothing since is still read from the standby.
  */
 
 after(killAll)
@@ -258,6 +259,42 @@ describe('two instances reading from a standby (DATABASE_READ_URL)', { skip }, (
         assert.deepEqual((await call(reader, 'GET', '/api/v1/events', quietMarketplace)).body, { data: [], nextCursor: null })
       })
       assert.deepEqual(reads, { replica: 3, behind: 0, failed: 0 })
+    })
+
+    test('a marketplace holds units, then reads and confirms the hold on the other instance: its reservation and the stock, never the standby', async () => {
+      const made = await call(writer, 'POST', '/api/v1/reservations', marketplace, {
+        json: { listingId: stillActive, referenceId: 'basket-replica', items: [{ position: 0, quantity: 2 }] },
+      })
+      assert.equal(made.status, 201, JSON.stringify(made.body))
+      const id = made.body.id as string
+      const reads = await readsDuring(reader, async () => {
+        const read = await call(reader, 'GET', `/api/v1/reservations/${id}`, marketplace)
+        assert.equal(read.status, 200, JSON.stringify(read.body))
+        assert.deepEqual(read.body, made.body)
+        const page = await call(reader, 'GET', `/api/v1/reservations?listingId=${stillActive}`, marketplace)
+        assert.deepEqual(
+          page.body.data.map((reservation: { id: string }) => reservation.id),
+          [id],
+        )
+        const stock = await call(reader, 'GET', `/api/v1/listing/${stillActive}/stock`, marketplace)
+        assert.deepEqual(stock.body.items, [{ position: 0, quantity: 7, held: 2, available: 5 }])
+        // The provider of the listing sees it at once too.
+        assert.equal((await call(reader, 'GET', `/api/v1/reservations/${id}`, provider)).status, 200)
+      })
+      // Not even asked: a reservation's reads go to the primary.
+      assert.deepEqual(reads, { replica: 0, behind: 0, failed: 0 })
+      const confirmed = await call(reader, 'POST', `/api/v1/reservations/${id}/confirm`, marketplace, { headers: { 'if-match': '"1"' } })
+      assert.deepEqual([confirmed.status, confirmed.body.status], [200, 'confirmed'])
+      const again = await call(writer, 'GET', `/api/v1/reservations/${id}`, marketplace)
+      assert.deepEqual([again.body.status, again.body.version], ['confirmed', 2])
+      // Its stream, read on either instance, has both changes; the standby is behind it.
+      for (const server of servers) {
+        const feed = await call(server, 'GET', '/api/v1/events?limit=100', marketplace)
+        assert.deepEqual(
+          feed.body.data.filter((event: { data: { id: string } }) => event.data.id === id).map((event: { type: string }) => event.type),
+          ['reservation.held', 'reservation.confirmed'],
+        )
+      }
     })
   })
 

@@ -113,6 +113,9 @@ export const PLACED_BY: Readonly<Record<string, { column: Exclude<ShardColumn, '
   webhook_endpoints: { column: 'owner_id', why: 'an owner’s webhook endpoints' },
   webhook_deliveries: { column: 'owner_id', why: 'what an owner’s endpoints are owed' },
   webhook_attempts: { column: 'owner_id', why: 'an owner’s delivery log' },
+  // A marketplace names its reservations by its own referenceId and lists them newest first without knowing their
+  // providers: its index of them sits with the marketplace. The reservations themselves are their provider's data.
+  marketplace_reservations: { column: 'marketplace_id', why: 'a marketplace’s index of its own reservations' },
 }
 
 /**

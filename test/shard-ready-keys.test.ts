@@ -48,7 +48,9 @@ for (const dialect of await testDialects()) {
 for (const dialect of await testDialects()) {
   test(`the rule finds the stream's tables placed by provider_id before 2026-11-27-event-owners, and none after [${dialect}]`, async () => {
     await beforeMigration(dialect, '2026-11-27-event-owners', async ({ db, next }) => {
-      const found = async () => shardKeyViolations(await readTableKeys(db, dialect)).filter((line) => !line.startsWith('schema_migrations:'))
+      // The marketplaces' index of their reservations came with a later migration.
+      const { marketplace_reservations: _later, ...placedByThen } = PLACED_BY
+      const found = async () => shardKeyViolations(await readTableKeys(db, dialect), placedByThen).filter((line) => !line.startsWith('schema_migrations:'))
       assert.deepEqual(await found(), [
         'events: no owner_id column',
         'webhook_attempts: no owner_id column',

@@ -160,7 +160,7 @@ export interface paths {
         head?: never;
         /**
          * Change quantities, prices or the discount of a listing
-         * @description Only an `active` or `sold_out` listing changes. Items are named by `position`, their index in the created order. A body whose values are all the current ones changes nothing: `200`, same version, no event. Otherwise the version grows by 1 and a `listing.updated` event is recorded with the change. Concurrent changes of one listing are applied one after the other, each to the version before it. Checked in this order: the body (`400`), the listing (`404`), `If-Match` (`412`), its status (`409`), the positions (`400`).
+         * @description Only an `active` or `sold_out` listing changes. Items are named by `position`, their index in the created order. A body whose values are all the current ones changes nothing: `200`, same version, no event. Otherwise the version grows by 1 and a `listing.updated` event is recorded with the change. Concurrent changes of one listing are applied one after the other, each to the version before it. Checked in this order: the body (`400`), the listing (`404`), `If-Match` (`412`), its status (`409`), the positions (`400`), then the units reservations hold (`409` insufficient-stock, naming each item with its `held`).
          */
         patch: operations["updateListing"];
         trace?: never;
@@ -196,7 +196,7 @@ export interface paths {
         put?: never;
         /**
          * Withdraw a listing
-         * @description Takes the listing down for good: its status becomes `withdrawn`, its version grows by 1 and a `listing.withdrawn` event is recorded. Withdrawing it again changes nothing and answers `200` as well. An expired listing cannot be withdrawn (`409`). No body (or an empty JSON object).
+         * @description Takes the listing down for good: its status becomes `withdrawn`, its version grows by 1 and a `listing.withdrawn` event is recorded; every reservation held on it is released (`endedBy: "listing_withdrawn"`). Withdrawing it again changes nothing and answers `200` as well. An expired listing cannot be withdrawn (`409`). No body (or an empty JSON object).
          */
         post: operations["withdrawListing"];
         delete?: never;
@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * Your events, oldest first
-         * @description Every change of your listings, in the order it was committed. Start without `after`, then pass each answer’s `nextCursor`: you get every event exactly once, in order, with nothing skipped, also while changes are being made on several instances. An empty `data` means nothing new yet: poll again with the same `after`.
+         * @description Your stream, in the order it was committed: for a provider, every change of its listings and of the reservations on them; for a marketplace, every change of its reservations. Start without `after`, then pass each answer’s `nextCursor`: you get every event exactly once, in order, with nothing skipped, also while changes are being made on several instances. An empty `data` means nothing new yet: poll again with the same `after`. Provider and marketplace tokens.
          */
         get: operations["listEvents"];
         put?: never;
@@ -240,7 +240,7 @@ export interface paths {
         put?: never;
         /**
          * Add a webhook endpoint
-         * @description Every event of the chosen types committed from now on is POSTed to `url`, signed as the Standard Webhooks specification says (`webhook-id`, `webhook-timestamp`, `webhook-signature`); its body is the event as the feed shows it. Any `2xx` within WEBHOOK_TIMEOUT_MS is success; redirects are not followed; `410` disables the endpoint; anything else is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (WEBHOOK_RETRY_SCHEDULE). At most 10 endpoints per provider. The answer holds the signing secret, shown only here (and at rotation).
+         * @description Every event of your stream of the chosen types committed from now on is POSTed to `url`, signed as the Standard Webhooks specification says (`webhook-id`, `webhook-timestamp`, `webhook-signature`); its body is the event as the feed shows it. Any `2xx` within WEBHOOK_TIMEOUT_MS is success; redirects are not followed; `410` disables the endpoint; anything else is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h and 24 h (WEBHOOK_RETRY_SCHEDULE). At most 10 endpoints per provider or marketplace. The answer holds the signing secret, shown only here (and at rotation).
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -258,7 +258,7 @@ export interface paths {
         };
         /**
          * One webhook endpoint
-         * @description With its `status` and, when disabled, why. Another provider’s endpoint is `404`, as an unknown id is.
+         * @description With its `status` and, when disabled, why. Another provider’s or marketplace’s endpoint is `404`, as an unknown id is.
          */
         get: operations["getWebhook"];
         put?: never;
@@ -353,6 +353,130 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reservations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your reservations, newest first
+         * @description A marketplace sees those it made; a provider those on its listings. Filter by `status` (as read now: a held one past its expiry is `expired`) or `listingId`; follow `nextCursor` for more.
+         */
+        get: operations["listReservations"];
+        put?: never;
+        /**
+         * Hold units of a listing’s items (marketplace tokens only)
+         * @description All lines are held, or none. Checked in this order: the body (`400`), your referenceId (the same body again is `200` with the reservation as it is now; another body `409`), the listing (`404`; `409` listing-closed unless active), the positions (`400`), the stock (`409` insufficient-stock naming every short line with what is available). The hold ends at the earlier of now + `holdSeconds` and the listing’s expiry; confirm it before then.
+         */
+        post: operations["createReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reservations/{reservationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one reservation
+         * @description For the marketplace that made it and the provider of its listing; anyone else gets `404`, as for an unknown id.
+         */
+        get: operations["getReservation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reservations/{reservationId}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm a hold: the units are sold (the marketplace that made it)
+         * @description `held` → `confirmed`: its units leave the items’ `quantity` (the listing’s version + 1, a `listing.updated` event). Already confirmed: `200`, nothing changes. A hold that ran out is `409` reservation-expired; a released or cancelled one `409` reservation-closed. No body (or an empty JSON object); `If-Match: "<version>"` is optional, another version is `412`.
+         */
+        post: operations["confirmReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reservations/{reservationId}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release a hold: the units are free again (the marketplace that made it)
+         * @description `held` → `released`. Already released or expired: `200`, nothing changes. A confirmed or cancelled one is `409` reservation-closed: cancel a confirmed one instead. No body (or an empty JSON object); `If-Match: "<version>"` is optional, another version is `412`.
+         */
+        post: operations["releaseReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reservations/{reservationId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a reservation (the marketplace that made it, or the listing’s provider)
+         * @description `confirmed` → `cancelled`: its units return to `quantity` while the listing is active or sold out. `held` → `released`. `endedBy` says who. Already ended: `200`, nothing changes. No body (or an empty JSON object); `If-Match: "<version>"` is optional, another version is `412`.
+         */
+        post: operations["cancelReservation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/listing/{listingId}/stock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A listing’s stock now: quantity, held and available per item
+         * @description For the listing’s provider, and for any marketplace while the listing is active (otherwise `404`). Exact at this instant: a hold that ran out counts no more. Never cached.
+         */
+        get: operations["getListingStock"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -374,6 +498,10 @@ export interface components {
              * @example If-Match
              */
             header?: string;
+            /** @description insufficient-stock of a reservation: the units of this line’s item available now. */
+            available?: number;
+            /** @description insufficient-stock of a PATCH: the units of this item reservations hold. */
+            held?: number;
             /**
              * @description What is wrong with it, in English.
              * @example must be >= 1
@@ -385,7 +513,7 @@ export interface components {
             /** @constant */
             success: false;
             /**
-             * @description Identifies the kind of problem: `/problems/invalid-request` (400), `/problems/image-unavailable` (400), `/problems/unauthorized` (401), `/problems/forbidden` (403), `/problems/not-found` (404), `/problems/request-timeout` (408), `/problems/request-headers-too-large` (431), `/problems/method-not-allowed` (405), `/problems/conflict` (409), `/problems/listing-closed` (409), `/problems/precondition-failed` (412), `/problems/payload-too-large` (413), `/problems/image-too-large` (413), `/problems/unsupported-media-type` (415), `/problems/unsupported-image-format` (415), `/problems/rate-limited` (429), `/problems/internal` (500), `/problems/unavailable` (503).
+             * @description Identifies the kind of problem: `/problems/invalid-request` (400), `/problems/image-unavailable` (400), `/problems/unauthorized` (401), `/problems/forbidden` (403), `/problems/not-found` (404), `/problems/request-timeout` (408), `/problems/request-headers-too-large` (431), `/problems/method-not-allowed` (405), `/problems/conflict` (409), `/problems/listing-closed` (409), `/problems/insufficient-stock` (409), `/problems/reservation-expired` (409), `/problems/reservation-closed` (409), `/problems/precondition-failed` (412), `/problems/payload-too-large` (413), `/problems/image-too-large` (413), `/problems/unsupported-media-type` (415), `/problems/unsupported-image-format` (415), `/problems/rate-limited` (429), `/problems/internal` (500), `/problems/unavailable` (503).
              * @example /problems/invalid-request
              */
             type: string;
@@ -565,23 +693,105 @@ export interface components {
                  * @example 312
                  */
                 distanceMeters: number;
+                /**
+                 * @description Each item’s units that can be reserved now (its quantity less what reservations hold), by position. A listing with none available is left out.
+                 * @example [
+                 *       4,
+                 *       0
+                 *     ]
+                 */
+                available: number[];
                 listing: components["schemas"]["DiscoveredListing"];
             }[];
             /** @description Pass it as `cursor` for the next page; null when this page is the last. */
             nextCursor: string | null;
         };
+        Reservation: {
+            /** @description The reservation’s id: unguessable. */
+            id: string;
+            /**
+             * @description `held` → `confirmed` | `released` | `expired`; `confirmed` → `cancelled`. A held reservation reads `expired` from the instant its `expiresAt` has come.
+             * @enum {unknown}
+             */
+            status: "held" | "confirmed" | "released" | "expired" | "cancelled";
+            /** @description Grows by 1 with every change of status (an expiry included); the ETag. */
+            version: number;
+            referenceId: string;
+            listingId: string;
+            providerId: string;
+            /** @description The marketplace that made it. */
+            marketplace: {
+                id: string;
+                name: string;
+            };
+            /** @description In the order the request gave them; prices and names of the moment it was made. */
+            items: {
+                /** @description Which item of the listing: its index in the created order. */
+                position: number;
+                /** @description Units reserved. */
+                quantity: number;
+                /** @description The item’s unit price when the reservation was made. */
+                price: number;
+                nameAr: string;
+                nameEn: string;
+            }[];
+            /** @description The listing’s discount when the reservation was made. */
+            discountRate: number;
+            /**
+             * @description UTC, to the millisecond (RFC 3339).
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            createdAt: string;
+            /**
+             * @description UTC, to the millisecond (RFC 3339).
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            updatedAt: string;
+            /**
+             * @description Until when the units are held: the earlier of creation + holdSeconds and the listing’s expiry.
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            expiresAt: string;
+            /** @description Who released or cancelled it: `marketplace`, `provider` or `listing_withdrawn`; null otherwise. */
+            endedBy: ("marketplace" | "provider" | "listing_withdrawn") | null;
+        };
+        ReservationsPage: {
+            /** @description Newest first (createdAt, then id, descending). */
+            data: components["schemas"]["Reservation"][];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            nextCursor: string | null;
+        };
+        Stock: {
+            listingId: string;
+            /** @description The listing’s version. */
+            version: number;
+            items: {
+                /** @description Which item of the listing: its index in the created order. */
+                position: number;
+                /** @description Units not yet sold. */
+                quantity: number;
+                /** @description Units in reservations held now. */
+                held: number;
+                /** @description `quantity` − `held`: what can be reserved now (0 while the listing is not active). */
+                available: number;
+            }[];
+        };
         /**
-         * @description `listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, `listing.expired` (recorded within seconds of expiresAtUnix).
+         * @description `listing.created`, `listing.updated` (a PATCH that changed something), `listing.withdrawn`, `listing.expired` (recorded within seconds of expiresAtUnix): a provider’s listings. `reservation.held`, `reservation.confirmed`, `reservation.released`, `reservation.expired`, `reservation.cancelled`: to the listing’s provider and to the marketplace that made the reservation.
          * @enum {unknown}
          */
-        EventType: "listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired";
-        Event: {
+        EventType: "listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired" | "reservation.held" | "reservation.confirmed" | "reservation.released" | "reservation.expired" | "reservation.cancelled";
+        ListingEvent: {
             /**
              * @description Unique; `webhook-id` of its deliveries; `after` in the feed.
              * @example evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9
              */
             id: string;
-            type: components["schemas"]["EventType"];
+            /**
+             * @description A change of one of your listings.
+             * @enum {unknown}
+             */
+            type: "listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired";
             /**
              * @description When the change was committed.
              * @example 2026-11-22T10:00:00.123Z
@@ -590,6 +800,26 @@ export interface components {
             /** @description The listing right after the change; `data.version` orders one listing’s events. */
             data: components["schemas"]["ListingView"];
         };
+        ReservationEvent: {
+            /**
+             * @description Unique; `webhook-id` of its deliveries; `after` in the feed.
+             * @example evt_01M7YQ1WE0XK8J4Q2ZB5N6C7D8E9
+             */
+            id: string;
+            /**
+             * @description A change of a reservation: one on your listings, or one you made.
+             * @enum {unknown}
+             */
+            type: "reservation.held" | "reservation.confirmed" | "reservation.released" | "reservation.expired" | "reservation.cancelled";
+            /**
+             * @description When the change was committed.
+             * @example 2026-11-22T10:00:00.123Z
+             */
+            createdAt: string;
+            /** @description The reservation right after the change; `data.version` orders one reservation’s events. */
+            data: components["schemas"]["Reservation"];
+        };
+        Event: components["schemas"]["ListingEvent"] | components["schemas"]["ReservationEvent"];
         EventsPage: {
             /** @description Oldest first, in the order the changes were committed. */
             data: components["schemas"]["Event"][];
@@ -848,7 +1078,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1085,7 +1315,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/conflict`: The referenceId is already used by one of your listings with a different body; or you already have the most webhook endpoints a provider may have (10). */
+            /** @description `/problems/conflict`: The referenceId is already used by one of your listings (or reservations) with a different body; or you already have the most webhook endpoints an owner may have (10). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1535,7 +1765,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1696,7 +1926,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1708,7 +1938,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/listing-closed`: The listing is expired or withdrawn: it can no longer change (an expired one cannot be withdrawn either). */
+            /**
+             * @description `/problems/listing-closed`: The listing is expired or withdrawn: it can no longer change (an expired one cannot be withdrawn either).
+             *
+             *     `/problems/insufficient-stock`: A reservation asks for more units than are available now: `errors[]` names each short line (`/items/<k>/quantity`) with its `available`, and nothing is held. Or a PATCH would lower a quantity below the units reservations hold: `errors[]` names each such item with its `held`.
+             */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1720,7 +1954,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s current one: nothing changed. Read the listing again (its ETag is the current version) and decide anew. */
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1882,7 +2116,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2008,7 +2242,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2032,7 +2266,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s current one: nothing changed. Read the listing again (its ETag is the current version) and decide anew. */
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2143,18 +2377,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -2231,18 +2453,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -2311,7 +2521,7 @@ export interface operations {
                      */
                     url: string;
                     /** @description The event types to receive. Absent: every type. */
-                    events?: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired")[];
+                    events?: ("listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired" | "reservation.held" | "reservation.confirmed" | "reservation.released" | "reservation.expired" | "reservation.cancelled")[];
                 };
             };
         };
@@ -2352,19 +2562,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `/problems/conflict`: The referenceId is already used by one of your listings with a different body; or you already have the most webhook endpoints a provider may have (10). */
+            /** @description `/problems/conflict`: The referenceId is already used by one of your listings (or reservations) with a different body; or you already have the most webhook endpoints an owner may have (10). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2494,19 +2692,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2610,19 +2796,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2728,19 +2902,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2846,19 +3008,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2970,19 +3120,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3120,6 +3258,1011 @@ export interface operations {
             };
             /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listReservations: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only reservations in this status now.
+                 * @example held
+                 */
+                status?: "held" | "confirmed" | "released" | "expired" | "cancelled";
+                /**
+                 * @description Only reservations of this listing.
+                 * @example 01KAXYZ0000000ABCDEFGHJKMN
+                 */
+                listingId?: string;
+                /**
+                 * @description Reservations per page, 1 to 100.
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description The previous page’s `nextCursor`.
+                 * @example eyJxIjoiUW03dFIydjhMa2NGMG5YdyIsImsiOjE3OTU3MTYwMDAwMDAsImlkIjoicnN2XzAxTTdZUTFXRTBYSzhKNFEyWkI1TjZDN0Q4In0.tP3xW9a2Lk0Vb7Rq1Zs8Yc
+                 */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of reservations. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReservationsPage"];
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "listingId": "01KAXYZ0000000ABCDEFGHJKMN",
+                 *       "referenceId": "basket-8812",
+                 *       "items": [
+                 *         {
+                 *           "position": 0,
+                 *           "quantity": 2
+                 *         }
+                 *       ],
+                 *       "holdSeconds": 600
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The listing to hold units of (a discovery entry’s `listing.id`). */
+                    listingId: string;
+                    /**
+                     * Format: text
+                     * @description Your identifier for this reservation (e.g. the basket), unique among yours: sending the same body again is safe.
+                     */
+                    referenceId: string;
+                    /** @description 1 to 100 lines, each position at most once. All are held, or none. */
+                    items: {
+                        /** @description Which item of the listing: its index in the created order. */
+                        position: number;
+                        /** @description Units to hold, 1 to 1,000,000. */
+                        quantity: number;
+                    }[];
+                    /** @description How long the units stay held unless confirmed or released: 30 to 3600 s; RESERVATION_HOLD_SECONDS (600) when absent. Never past the listing’s expiry. */
+                    holdSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description A replay of the same referenceId and body: the reservation as it is now. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The reservation’s version in quotes: what `If-Match` names. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description Held: the reservation, its URL in Location. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The reservation’s version in quotes: what `If-Match` names. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `/problems/conflict`: The referenceId is already used by one of your listings (or reservations) with a different body; or you already have the most webhook endpoints an owner may have (10).
+             *
+             *     `/problems/listing-closed`: The listing is expired or withdrawn: it can no longer change (an expired one cannot be withdrawn either).
+             *
+             *     `/problems/insufficient-stock`: A reservation asks for more units than are available now: `errors[]` names each short line (`/items/<k>/quantity`) with its `available`, and nothing is held. Or a PATCH would lower a quantity below the units reservations hold: `errors[]` names each such item with its `held`.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/payload-too-large`: The request body is over 1 MiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getReservation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The reservation’s id.
+                 * @example rsv_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                 */
+                reservationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reservation now, with its version as ETag. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The reservation’s version in quotes: what `If-Match` names. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    confirmReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Act only if the reservation’s current version is this one: its ETag, e.g. `"1"` (a list of them, or `*`, also works). Otherwise `412` and nothing changes. Without it the action applies to whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.
+                 * @example "1"
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description The reservation’s id.
+                 * @example rsv_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                 */
+                reservationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reservation after the change (or as it was, when nothing changes). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The reservation’s version in quotes: what `If-Match` names. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description `/problems/reservation-expired`: The reservation’s hold ran out (now ≥ expiresAt) before it was confirmed: its units are free again. Make a new one.
+             *
+             *     `/problems/reservation-closed`: The reservation has ended in a way this action cannot follow: confirming a released or cancelled one, releasing a confirmed or cancelled one (cancel a confirmed one instead).
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/payload-too-large`: The request body is over 1 MiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    releaseReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Act only if the reservation’s current version is this one: its ETag, e.g. `"1"` (a list of them, or `*`, also works). Otherwise `412` and nothing changes. Without it the action applies to whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.
+                 * @example "1"
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description The reservation’s id.
+                 * @example rsv_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                 */
+                reservationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reservation after the change (or as it was, when nothing changes). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The reservation’s version in quotes: what `If-Match` names. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/forbidden`: The token is valid but of the other kind: a marketplace token on a provider route, or a provider token on a marketplace route. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/reservation-closed`: The reservation has ended in a way this action cannot follow: confirming a released or cancelled one, releasing a confirmed or cancelled one (cancel a confirmed one instead). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/payload-too-large`: The request body is over 1 MiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelReservation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Act only if the reservation’s current version is this one: its ETag, e.g. `"1"` (a list of them, or `*`, also works). Otherwise `412` and nothing changes. Without it the action applies to whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.
+                 * @example "1"
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description The reservation’s id.
+                 * @example rsv_01M7YQ1WE0XK8J4Q2ZB5N6C7D8
+                 */
+                reservationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reservation after the change (or as it was, when nothing changes). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /** @description The reservation’s version in quotes: what `If-Match` names. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reservation"];
+                };
+            };
+            /** @description `/problems/invalid-request`: The body is not JSON, nests deeper than any route accepts (4 levels) or holds more than 20,000 values, or fields, query parameters or headers break the schema; `errors[]` names every one. Also a request without a Host header, with two, or with one that is not a host (RFC 9112 §3.2), and an If-Match or If-None-Match over 1,024 characters. An uploaded image that does not decode whole, or has more than IMAGE_MAX_PIXELS pixels. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/payload-too-large`: The request body is over 1 MiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    /**
+                     * @description Seconds to wait (at least 1): until the rate-limit window resets, or, for a create refused because your creates already wait on too many images, until those checks have surely ended (IMAGE_FETCH_TIMEOUT_MS).
+                     * @example 12
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/internal`: An unexpected error. The body says nothing of internals; quote the X-Request-Id when reporting it. */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unavailable`: The database is unavailable (down, unreachable, not answering within a few seconds, out of disk or connections, locked or read-only), or this instance is shutting down, or it has more uploads to decode than it takes at once. Retry after Retry-After seconds, or on another instance. Repeating a create with the same referenceId is safe: nothing was stored, unless the connection broke just after the database committed, and then the repeat is answered as a replay. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getListingStock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The listingId the create answer gave.
+                 * @example 01M7YQ1WE0000000ZDW4J8XG3M
+                 */
+                listingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stock. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Stock"];
+                };
+            };
+            /** @description `/problems/unauthorized`: The Authorization header is missing or malformed, or names an unknown or revoked token. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /** @description RFC 6750 challenge: `Bearer realm="listing-service"`, with `error="invalid_token"` for a bad token. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/not-found`: No route has this method and path, or none of your listings, reservations, events or webhook endpoints has this id (another provider’s are as unknown as ids that do not exist), or no image has this name. */
+            404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];

@@ -75,15 +75,18 @@ export class ReservationRepository {
     if (principal.kind === 'marketplace' && status !== 'active') return undefined
     let held = storedHeld(held_record, state.items.length)
     if (!heldIsExact(holds_expire_ms, nowMs)) {
-      const runOut = await this.db
+      // Past the first counted expiry the stored sum holds run-out holds, which a writer may take out meanwhile: the
+      // holds still running, summed, are exact whatever it did (a while after an expiry, until the sweeper comes).
+      const running = await this.db
         .selectFrom('reservations')
         .select('items_record')
         .where('provider_id', '=', state.provider_id)
         .where('listing_id', '=', state.id)
         .where('counted', '=', 1)
-        .where('expires_at_ms', '<=', nowMs)
+        .where('expires_at_ms', '>', nowMs)
         .execute()
-      for (const reservation of runOut) held = withLines(held, linesOf(reservation), -1)
+      held = state.items.map(() => 0)
+      for (const reservation of running) held = withLines(held, linesOf(reservation), 1)
     }
     const quantities = state.items.map((item) => item.quantity)
     const available = availableOf(quantities, held, status === 'active')

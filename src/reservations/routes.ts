@@ -10,7 +10,7 @@ import { jsonResponse } from '../http/openapi.js'
 import { defaultsFilled } from '../http/validation.js'
 import { ownerOf } from '../events/owner.js'
 import { LISTING_ID } from '../ids.js'
-import { IfMatchHeaders, ListingIdParams } from '../listings/schemas.js'
+import { ListingIdParams } from '../listings/schemas.js'
 import { principalOf } from '../providers/authenticate.js'
 import type { ListingHolds } from './holds.js'
 import type { ReservationRepository } from './repository.js'
@@ -19,6 +19,7 @@ import {
   CreateReservationBody,
   exampleReservation,
   ReservationIdParams,
+  ReservationIfMatchHeaders,
   ReservationsPage,
   ReservationsQuery,
   ReservationView,
@@ -173,7 +174,8 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
         description: 'For the marketplace that made it and the provider of its listing; anyone else gets `404`, as for an unknown id.',
         params: ReservationIdParams,
         response: { 200: reservationResponse('The reservation now, with its version as ETag.') },
-        'x-problems': ['invalid-request', 'not-found', 'internal', 'unavailable'],
+        // No id is refused as malformed: one that cannot be a reservation's is as unknown as one that does not exist.
+        'x-problems': ['not-found', 'internal', 'unavailable'],
       },
     },
     async (request, reply) => {
@@ -238,9 +240,19 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
           summary,
           description: `${description} No body (or an empty JSON object); \`If-Match: "<version>"\` is optional, another version is \`412\`.`,
           params: ReservationIdParams,
-          headers: IfMatchHeaders,
+          headers: ReservationIfMatchHeaders,
           response: { 200: reservationResponse('The reservation after the change (or as it was, when nothing changes).') },
-          'x-problems': ['invalid-request', 'not-found', ...problems, 'precondition-failed', 'internal', 'unavailable'],
+          // No body is wanted, but one is read like any other: over the limit, or not JSON, it is refused as such.
+          'x-problems': [
+            'invalid-request',
+            'not-found',
+            ...problems,
+            'precondition-failed',
+            'payload-too-large',
+            'unsupported-media-type',
+            'internal',
+            'unavailable',
+          ],
         },
       },
       async (request, reply) => {
@@ -301,7 +313,7 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
             stock: { listingId: exampleReservation.listingId, version: 3, items: [{ position: 0, quantity: 10, held: 2, available: 8 }] },
           }),
         },
-        'x-problems': ['invalid-request', 'not-found', 'internal', 'unavailable'],
+        'x-problems': ['not-found', 'internal', 'unavailable'],
       },
     },
     async (request, reply) => {

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { named, ref } from '../http/components.js'
+import { MAX_ENTITY_TAGS_LENGTH } from '../http/conditional.js'
 import { Timestamp } from '../listings/schemas.js'
 
 /* These schemas are also the OpenAPI document and the reservation events' data. */
@@ -102,12 +103,32 @@ export const ReservationIdParams = Type.Object(
   closed,
 )
 
+/** A cursor of the shape the service issues (its payload, a dot, its signature): for the document only. */
+const exampleCursor = `${Buffer.from(JSON.stringify({ q: 'Qm7tR2v8LkcF0nXw', k: 1795716000000, id: exampleReservation.id })).toString('base64url')}.tP3xW9a2Lk0Vb7Rq1Zs8Yc`
+
+/** `If-Match` on confirm, release and cancel (RFC 9110 §13.1.1): the listing routes' header, of a reservation's version. */
+export const ReservationIfMatchHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      format: 'entity-tags',
+      maxLength: MAX_ENTITY_TAGS_LENGTH,
+      description:
+        'Act only if the reservation’s current version is this one: its ETag, e.g. `"1"` (a list of them, or `*`, also works). ' +
+        'Otherwise `412` and nothing changes. Without it the action applies to whatever the current version is. Format ' +
+        '`entity-tags`: `*` or a comma-separated list of entity tags.',
+      examples: ['"1"'],
+    }),
+  ),
+})
+
 export const ReservationsQuery = Type.Object(
   {
-    status: Type.Optional(Type.Enum(ReservationStatuses, { description: 'Only reservations in this status now.' })),
-    listingId: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Only reservations of this listing.' })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Reservations per page, 1 to 100.' })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'The previous page’s `nextCursor`.' })),
+    status: Type.Optional(Type.Enum(ReservationStatuses, { description: 'Only reservations in this status now.', examples: ['held'] })),
+    listingId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'Only reservations of this listing.', examples: [exampleReservation.listingId] }),
+    ),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Reservations per page, 1 to 100.', examples: [20] })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'The previous page’s `nextCursor`.', examples: [exampleCursor] })),
   },
   closed,
 )

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely'
 import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
 import type { Tables } from '../db/tables.js'
-import { onPostgres } from '../db/dialect.js'
+import { commitWithoutFlush, onPostgres } from '../db/dialect.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
 import { listingEvent, recordEvents, type NewEvent } from '../events/record.js'
@@ -285,6 +285,19 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
     }
     await writeStock(tx, { state: stocked.state, held, holdsExpireMs }, false)
   }
+  // A duplicate that committed while these waited for the listing's lock (PostgreSQL; SQLite runs one writer) took
+  // the units a refusal found short, or closed nothing: the refused one is its replay.
+  const refused = holds.filter((_, index) => ['short', 'closed'].includes(outcomes[index]?.kind ?? ''))
+  if (refused.length > 0 && onPostgres(tx)) {
+    const now = await knownReferences(tx, refused)
+    holds.forEach((hold, index) => {
+      const twin = ['short', 'closed'].includes(outcomes[index]?.kind ?? '') && now.get(keyOf(hold.marketplace.id, hold.referenceId))
+      if (twin && !made.some((mine) => mine.row.id === twin.id)) outcomes[index] = replayOrConflict(twin, hold)
+    })
+  }
+  // Nothing held: what this transaction wrote (a row lock, run-out holds taken out) the next write makes again, so
+  // its commit gives the listing's lock back without waiting for the disk.
+  if (made.length === 0) await commitWithoutFlush(tx)
   const changes = made.map(({ row, hold, index }) => {
     const view = reservationView(row, hold.nowMs)
     outcomes[index] = { kind: 'made', reservation: view }
