@@ -49,6 +49,8 @@ export interface ConsoleService {
   databaseUrl: string
   cli(...args: string[]): Promise<any>
   newProvider(name?: string): Promise<{ id: string; token: string; tokenId: string }>
+  /** `marketplace create --name <name>`: a marketplace and its token, to make reservations with. */
+  newMarketplace(name: string): Promise<{ id: string; token: string; tokenId: string }>
   /** `console-link --provider <id>` with PUBLIC_BASE_URL set to this service: the printed `{ url, expiresAt }`. */
   consoleLink(providerId: string): Promise<{ url: string; expiresAt: string }>
   /** A listing made through the API with the provider's token, as an integrator would; returns its id. */
@@ -76,6 +78,10 @@ export async function startConsoleService(env: Record<string, string> = {}): Pro
       count += 1
       const provider = await cli('provider', 'create', '--name', name ?? `Bakery ${count}`, '--industry', 'bakery')
       return { id: provider.id, token: provider.token, tokenId: provider.tokenId }
+    },
+    async newMarketplace(name) {
+      const marketplace = await cli('marketplace', 'create', '--name', name)
+      return { id: marketplace.id, token: marketplace.token, tokenId: marketplace.tokenId }
     },
     consoleLink: (providerId) => cli('console-link', '--provider', providerId),
     async createListing(token, overrides = {}, itemCount = 1) {

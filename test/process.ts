@@ -205,7 +205,14 @@ export async function startServer(env: Record<string, string | undefined>, optio
     })
   }
 
-  const ready = await waitForLog((line) => line.msg === 'ready', options.timeoutMs ?? 15_000)
+  let ready
+  try {
+    ready = await waitForLog((line) => line.msg === 'ready', options.timeoutMs ?? 15_000)
+  } catch (error) {
+    // Its pipes would keep the test process alive, and no caller has a handle to stop it with.
+    child.kill('SIGKILL')
+    throw error
+  }
   const port = Number(READY_ADDRESS.exec(String(ready.address))?.[1])
 
   return {

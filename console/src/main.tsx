@@ -7,6 +7,7 @@ import { Activity } from './screens/activity'
 import { ListingScreen } from './screens/listing'
 import { Listings } from './screens/listings'
 import { NewListing } from './screens/new-listing'
+import { Reservations } from './screens/reservations'
 import { SignIn } from './screens/sign-in'
 import { openLink, SignInLink, type OpenedLink } from './screens/sign-in-link'
 import { Webhooks } from './screens/webhooks'
@@ -82,6 +83,8 @@ function App() {
         <NewListing providerName={session.info.provider.name} />
       ) : listingId !== undefined ? (
         <ListingScreen key={listingId} listingId={decodeURIComponent(listingId)} />
+      ) : path === '/console/reservations' ? (
+        <Reservations query={route.query} />
       ) : path === '/console/activity' ? (
         <Activity />
       ) : path === '/console/webhooks' ? (
@@ -125,6 +128,9 @@ function App() {
           </a>
           <a href="/console/new" aria-current={current('/console/new')} onClick={followNav}>
             {t.newListing}
+          </a>
+          <a href="/console/reservations" aria-current={current('/console/reservations')} onClick={followNav}>
+            {t.reservations}
           </a>
           <a href="/console/activity" aria-current={current('/console/activity')} onClick={followNav}>
             {t.activity}

@@ -164,7 +164,15 @@ export function ErrorSummary({ title, entries }: { title: string; entries: Array
 }
 
 /** A modal confirmation (the native dialog: focus is trapped and Escape cancels). */
-export function ConfirmDialog(props: { open: boolean; question: string; confirm: string; onConfirm: () => void; onCancel: () => void }) {
+export function ConfirmDialog(props: {
+  open: boolean
+  question: string
+  confirm: string
+  /** The button that changes nothing; "Cancel" unless named. */
+  dismiss?: string
+  onConfirm: () => void
+  onCancel: () => void
+}) {
   const { t } = useLocale()
   const ref = useRef<HTMLDialogElement>(null)
   useEffect(() => {
@@ -182,20 +190,23 @@ export function ConfirmDialog(props: { open: boolean; question: string; confirm:
           {props.confirm}
         </button>
         <button type="button" onClick={props.onCancel}>
-          {t.cancel}
+          {props.dismiss ?? t.cancel}
         </button>
       </div>
     </dialog>
   )
 }
 
-/** Time left until `expiresAtUnix`, counting down by itself. */
-export function TimeLeft({ expiresAtUnix }: { expiresAtUnix: number }) {
+/** Time left until `expiresAtUnix`, counting down by itself; `onEnded` is called once it has run out. */
+export function TimeLeft({ expiresAtUnix, onEnded }: { expiresAtUnix: number; onEnded?: () => void }) {
   const { t } = useLocale()
   const [now, setNow] = useState(Date.now())
   const left = expiresAtUnix * 1000 - now
   useEffect(() => {
-    if (left <= 0) return
+    if (left <= 0) {
+      onEnded?.()
+      return
+    }
     const timer = setInterval(() => setNow(Date.now()), 1000)
     return () => clearInterval(timer)
   }, [left <= 0])

@@ -1,6 +1,37 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, type ListingEvent, type Problem } from '../api'
+import { api, type FeedEvent, type Problem, type Reservation } from '../api'
+import type { Language, Messages } from '../i18n'
 import { formatTime, Heading, Link, useLocale } from '../ui'
+
+/** An event type's words; a type this page does not know yet is shown as the API names it. */
+function typeText(t: Messages, type: string): string {
+  const words = (t as unknown as Record<string, unknown>)[`event_${type.replace('.', '_')}`]
+  return typeof words === 'string' ? words : type
+}
+
+/** What an event is about: the listing (reference and brand), or the reservation (its marketplace and reference). */
+function Subject({ event, language }: { event: FeedEvent; language: Language }) {
+  if (event.type.startsWith('listing.')) {
+    const listing = event.data as Extract<FeedEvent, { type: `listing.${string}` }>['data']
+    return (
+      <Link href={`/console/listings/${encodeURIComponent(listing.id)}`}>
+        <bdi>{listing.referenceId}</bdi> · <bdi>{language === 'ar' ? listing.brand.nameAr : listing.brand.nameEn}</bdi>
+      </Link>
+    )
+  }
+  // A reservation's event carries the reservation as the reservation routes answer with it.
+  const reservation = event.data as Partial<Reservation>
+  const words = (
+    <>
+      <bdi class="marketplace">{reservation.marketplace?.name ?? ''}</bdi> · <bdi>{reservation.referenceId ?? event.data.id}</bdi>
+    </>
+  )
+  return typeof reservation.listingId === 'string' ? (
+    <Link href={`/console/listings/${encodeURIComponent(reservation.listingId)}`}>{words}</Link>
+  ) : (
+    <span>{words}</span>
+  )
+}
 
 /** The feed is read oldest first, a page at a time; the console follows it to its end and shows the newest first. */
 const PAGE = 100
@@ -8,12 +39,12 @@ const MAX_PAGES = 20
 
 export function Activity() {
   const { t, language } = useLocale()
-  const [events, setEvents] = useState<ListingEvent[] | undefined>()
+  const [events, setEvents] = useState<FeedEvent[] | undefined>()
   const [failed, setFailed] = useState<string | undefined>()
   useEffect(() => {
     let live = true
     void (async () => {
-      const all: ListingEvent[] = []
+      const all: FeedEvent[] = []
       let after: string | undefined
       for (let page = 0; page < MAX_PAGES; page++) {
         const { data, error } = await api.GET('/api/v1/events', { params: { query: after === undefined ? { limit: PAGE } : { after, limit: PAGE } } })
@@ -47,10 +78,8 @@ export function Activity() {
         <ol class="events">
           {events.map((event) => (
             <li key={event.id} class="card event">
-              <span class={`event-type event-${event.type.replace('.', '-')}`}>{t[`event_${event.type.replace('.', '_') as 'listing_created'}`]}</span>
-              <Link href={`/console/listings/${encodeURIComponent(event.data.id)}`}>
-                <bdi>{event.data.referenceId}</bdi> · <bdi>{language === 'ar' ? event.data.brand.nameAr : event.data.brand.nameEn}</bdi>
-              </Link>
+              <span class={`event-type event-${event.type.replace('.', '-')}`}>{typeText(t, event.type)}</span>
+              <Subject event={event} language={language} />
               <time dateTime={event.createdAt}>{formatTime(event.createdAt, language)}</time>
             </li>
           ))}

@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks'
 import patchSchema from 'schema:patch-listing'
-import { api, versionOf, type ListingView, type Problem } from '../api'
+import { api, versionOf, type ListingView, type Problem, type Reservation, type Stock } from '../api'
 import { issueMessage } from '../messages-of'
 import { numberOf, percentOf, rateOf } from '../form-values'
+import { ReservationList } from '../reservation-list'
 import { ConfirmDialog, ErrorSummary, Field, formatTime, Heading, Link, TimeLeft, useLocale } from '../ui'
 import { validate } from '../validate'
 
@@ -54,6 +55,32 @@ function patchOf(listing: ListingView, values: Values): { body: Record<string, u
   return { body, fieldOf }
 }
 
+/** Reservations shown under the listing's items; the Reservations screen has them all. */
+const RESERVATIONS_SHOWN = 20
+
+/** An item's Held and Available counts, as read from the listing's stock. */
+function StockCounts({ position, stock }: { position: number; stock: Stock | undefined }) {
+  const { t } = useLocale()
+  const counts = stock?.items.find((item) => item.position === position)
+  const id = `stock-${position}`
+  return (
+    <div class="stock-counts">
+      <span class="count">
+        <label for={`${id}-held`}>{t.held}</label>
+        <output id={`${id}-held`} aria-live="off" dir="ltr">
+          {counts ? counts.held : '…'}
+        </output>
+      </span>
+      <span class="count">
+        <label for={`${id}-available`}>{t.available}</label>
+        <output id={`${id}-available`} aria-live="off" dir="ltr">
+          {counts ? counts.available : '…'}
+        </output>
+      </span>
+    </div>
+  )
+}
+
 export function ListingScreen({ listingId }: { listingId: string }) {
   const { t, language } = useLocale()
   const [loaded, setLoaded] = useState<Loaded | undefined>()
@@ -63,6 +90,8 @@ export function ListingScreen({ listingId }: { listingId: string }) {
   const [notice, setNotice] = useState<'saved' | 'nothing' | 'stale' | 'closed' | { failed: string } | undefined>()
   const [busy, setBusy] = useState(false)
   const [confirming, setConfirming] = useState(false)
+  const [stock, setStock] = useState<Stock | undefined>()
+  const [reservations, setReservations] = useState<{ data: Reservation[]; more: boolean } | undefined>()
 
   const take = (listing: ListingView, response: Response) => {
     const version = versionOf(response) ?? listing.version
@@ -71,10 +100,21 @@ export function ListingScreen({ listingId }: { listingId: string }) {
     setErrors({})
   }
 
+  /** The units held and available per item, and the reservations on the listing: read on load and after every change. */
+  const loadStock = async () => {
+    const [{ data: counts }, { data: page }] = await Promise.all([
+      api.GET('/api/v1/listing/{listingId}/stock', { params: { path: { listingId } } }),
+      api.GET('/api/v1/reservations', { params: { query: { listingId, limit: RESERVATIONS_SHOWN } } }),
+    ])
+    if (counts) setStock(counts)
+    if (page) setReservations({ data: page.data, more: page.nextCursor !== null })
+  }
+
   const load = async () => {
     const { data, response } = await api.GET('/api/v1/listing/{listingId}', { params: { path: { listingId } } })
     if (data) take(data, response)
     else setMissing(true)
+    if (data) await loadStock()
   }
   useEffect(() => void load(), [listingId])
 
@@ -96,10 +136,15 @@ export function ListingScreen({ listingId }: { listingId: string }) {
       setNotice(problem.status === 412 ? 'stale' : 'closed')
       return
     }
+    // Below what reservations hold: the counts beside each Quantity are read again to show what is held now.
+    const belowHeld = problem?.type === '/problems/insufficient-stock'
+    if (belowHeld) void loadStock()
     const found: Record<string, string> = {}
     for (const detail of problem?.errors ?? []) {
       const field = detail.pointer === undefined ? undefined : fieldOf[detail.pointer]
-      if (field) found[field] ??= detail.detail
+      // The service words it in English; the Arabic page says the same from the count it gives.
+      const message = belowHeld && language === 'ar' && detail.held !== undefined ? t.belowHeld(detail.held) : detail.detail
+      if (field) found[field] ??= message
     }
     setErrors(found)
     setNotice(Object.keys(found).length > 0 ? undefined : { failed: problem?.detail ?? t.v_other })
@@ -133,6 +178,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
     if (data) {
       take(data, response)
       setNotice('saved')
+      void loadStock()
     } else refused(error, fieldOf)
   }
 
@@ -144,7 +190,25 @@ export function ListingScreen({ listingId }: { listingId: string }) {
     if (data) {
       take(data, response)
       setNotice(undefined)
+      void loadStock()
     } else refused(error)
+  }
+
+  /**
+   * A reservation changed under the listing. A cancelled one gave its units back: the listing has a new version
+   * and quantities, read again, what was typed here and not saved kept on top of them.
+   */
+  const reservationChanged = async (reservation: Reservation) => {
+    setReservations((shown) => shown && { ...shown, data: shown.data.map((row) => (row.id === reservation.id ? reservation : row)) })
+    if (reservation.status === 'cancelled') {
+      const { data, response } = await api.GET('/api/v1/listing/{listingId}', { params: { path: { listingId } } })
+      if (data) {
+        const typed = Object.entries(values).filter(([name, value]) => value !== valuesOf(listing)[name])
+        take(data, response)
+        setValues({ ...valuesOf(data), ...Object.fromEntries(typed) })
+      }
+    }
+    await loadStock()
   }
 
   const entries = Object.entries(errors).map(([name, message]) => {
@@ -261,6 +325,7 @@ export function ListingScreen({ listingId }: { listingId: string }) {
                       error={errors[quantity]}
                       onValue={(v) => setValues({ ...values, [quantity]: v })}
                     />
+                    <StockCounts position={item.position} stock={stock} />
                     <Field
                       name={price}
                       label={t.price}
@@ -279,9 +344,12 @@ export function ListingScreen({ listingId }: { listingId: string }) {
                     )}
                   </div>
                 ) : (
-                  <p dir="ltr" class="values">
-                    {t.quantity}: {item.quantity} · {t.price}: {item.price}
-                  </p>
+                  <>
+                    <p dir="ltr" class="values">
+                      {t.quantity}: {item.quantity} · {t.price}: {item.price}
+                    </p>
+                    <StockCounts position={item.position} stock={stock} />
+                  </>
                 )}
               </li>
             )
@@ -298,6 +366,17 @@ export function ListingScreen({ listingId }: { listingId: string }) {
           </div>
         )}
       </form>
+      <h2>{t.reservations}</h2>
+      {!reservations && <p class="loading">{t.loading}</p>}
+      {reservations && reservations.data.length === 0 && <p>{t.noReservations}</p>}
+      {reservations && reservations.data.length > 0 && (
+        <ReservationList reservations={reservations.data} showListing={false} onChanged={(reservation) => void reservationChanged(reservation)} />
+      )}
+      {reservations?.more && (
+        <p>
+          <Link href={`/console/reservations?listingId=${encodeURIComponent(listingId)}`}>{t.allOfListing}</Link>
+        </p>
+      )}
       <ConfirmDialog
         open={confirming}
         question={t.withdrawQuestion}
