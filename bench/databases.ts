@@ -45,8 +45,9 @@ export async function postgresAnswers(): Promise<boolean> {
  */
 export async function settle(database: Database): Promise<void> {
   if (database.dialect === 'postgres') {
-    // On one connection without the role's statement timeout: a VACUUM of a large table on a busy machine outlasts it.
-    await database.kysely.connection().execute(async (connection) => {
+    // Unbounded, on one connection without the role's statement timeout: a VACUUM of a large table on a busy machine
+    // outlasts both bounds of a request's query.
+    await database.unbounded.connection().execute(async (connection) => {
       await sql`set statement_timeout = 0`.execute(connection)
       await sql`vacuum analyze`.execute(connection)
       await sql`checkpoint`.execute(connection)
