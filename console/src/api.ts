@@ -14,7 +14,10 @@ export type ListingView = Json<paths['/api/v1/listing/{listingId}']['get']['resp
 export type ListingsPage = Json<paths['/api/v1/listing']['get']['responses'][200]>
 export type ListingSummary = ListingsPage['content'][number]
 export type EventsPage = Json<paths['/api/v1/events']['get']['responses'][200]>
-export type ListingEvent = EventsPage['data'][number]
+export type FeedEvent = EventsPage['data'][number]
+export type ListingEvent = Extract<FeedEvent, { type: `listing.${string}` }>
+/** The activity shows the listings' events: a reservation's event carries a reservation, not a listing. */
+export const isListingEvent = (event: FeedEvent): event is ListingEvent => event.type.startsWith('listing.')
 export type WebhookList = Json<paths['/api/v1/webhooks']['get']['responses'][200]>
 export type Webhook = WebhookList['data'][number]
 export type DeliveriesPage = Json<paths['/api/v1/webhooks/{webhookId}/deliveries']['get']['responses'][200]>

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, type ListingEvent, type Problem } from '../api'
+import { api, isListingEvent, type ListingEvent, type Problem } from '../api'
 import { formatTime, Heading, Link, useLocale } from '../ui'
 
 /** The feed is read oldest first, a page at a time; the console follows it to its end and shows the newest first. */
@@ -22,7 +22,7 @@ export function Activity() {
           if (live) setFailed((error as Partial<Problem>).detail ?? t.v_other)
           return
         }
-        all.push(...data.data)
+        all.push(...data.data.filter(isListingEvent))
         if (data.data.length < PAGE || data.nextCursor === null) break
         after = data.nextCursor
       }
