@@ -693,6 +693,14 @@ export interface components {
                  * @example 312
                  */
                 distanceMeters: number;
+                /**
+                 * @description Each item’s units that can be reserved now (its quantity less what reservations hold), by position. A listing with none available is left out.
+                 * @example [
+                 *       4,
+                 *       0
+                 *     ]
+                 */
+                available: number[];
                 listing: components["schemas"]["DiscoveredListing"];
             }[];
             /** @description Pass it as `cursor` for the next page; null when this page is the last. */
@@ -773,13 +781,6 @@ export interface components {
          * @enum {unknown}
          */
         EventType: "listing.created" | "listing.updated" | "listing.withdrawn" | "listing.expired" | "reservation.held" | "reservation.confirmed" | "reservation.released" | "reservation.expired" | "reservation.cancelled";
-        /** @description The reservation right after the change, as the reservation routes answer with it. */
-        ReservationEventData: {
-            /** @description The reservation’s id. */
-            id: string;
-        } & {
-            [key: string]: unknown;
-        };
         ListingEvent: {
             /**
              * @description Unique; `webhook-id` of its deliveries; `after` in the feed.
@@ -816,7 +817,7 @@ export interface components {
              */
             createdAt: string;
             /** @description The reservation right after the change; `data.version` orders one reservation’s events. */
-            data: components["schemas"]["ReservationEventData"];
+            data: components["schemas"]["Reservation"];
         };
         Event: components["schemas"]["ListingEvent"] | components["schemas"]["ReservationEvent"];
         EventsPage: {
@@ -1953,7 +1954,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s current one: nothing changed. Read the listing again (its ETag is the current version) and decide anew. */
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2265,8 +2266,32 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s current one: nothing changed. Read the listing again (its ETag is the current version) and decide anew. */
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
             412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/payload-too-large`: The request body is over 1 MiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -3442,7 +3467,10 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description The listing to hold units of (a discovery entry’s `listing.id`). */
+                    /**
+                     * Format: text
+                     * @description The listing to hold units of (a discovery entry’s `listing.id`).
+                     */
                     listingId: string;
                     /**
                      * Format: text
@@ -3724,7 +3752,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply the change only if the listing’s current version is this one: its ETag, e.g. `"3"` (a list of them, or `*`, also works). Otherwise `412` and nothing changes. Without it the change applies to whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.
+                 * @description Act only if the reservation’s current version is this one: its ETag, e.g. `"1"` (a list of them, or `*`, also works). Otherwise `412` and nothing changes. Without it the action applies to whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.
                  * @example "1"
                  */
                 "if-match"?: string;
@@ -3818,7 +3846,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s current one: nothing changed. Read the listing again (its ETag is the current version) and decide anew. */
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3902,7 +3930,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply the change only if the listing’s current version is this one: its ETag, e.g. `"3"` (a list of them, or `*`, also works). Otherwise `412` and nothing changes. Without it the change applies to whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.
+                 * @description Act only if the reservation’s current version is this one: its ETag, e.g. `"1"` (a list of them, or `*`, also works). Otherwise `412` and nothing changes. Without it the action applies to whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.
                  * @example "1"
                  */
                 "if-match"?: string;
@@ -3992,7 +4020,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s current one: nothing changed. Read the listing again (its ETag is the current version) and decide anew. */
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4076,7 +4104,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Apply the change only if the listing’s current version is this one: its ETag, e.g. `"3"` (a list of them, or `*`, also works). Otherwise `412` and nothing changes. Without it the change applies to whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.
+                 * @description Act only if the reservation’s current version is this one: its ETag, e.g. `"1"` (a list of them, or `*`, also works). Otherwise `412` and nothing changes. Without it the action applies to whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.
                  * @example "1"
                  */
                 "if-match"?: string;
@@ -4142,7 +4170,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s current one: nothing changed. Read the listing again (its ETag is the current version) and decide anew. */
+            /** @description `/problems/precondition-failed`: If-Match names a version that is not the listing’s (or the reservation’s) current one: nothing changed. Read it again (its ETag is the current version) and decide anew. */
             412: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
