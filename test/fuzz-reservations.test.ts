@@ -60,7 +60,8 @@ const lengthWithin = (min: number, max: number) => (text: string) => codePoints(
 /** Whether a single value of each parameter of the list passes its schema (docs/api.md#reservations). */
 const listParameters: Record<string, (value: string) => boolean> = {
   status: (text) => STATUSES.includes(text),
-  listingId: lengthWithin(1, 100),
+  // Text: no NUL.
+  listingId: (text) => lengthWithin(1, 100)(text) && !text.includes('\u0000'),
   limit: (text) => /^-?\d{1,20}$/.test(text) && Number(text) >= 1 && Number(text) <= 100,
   // Of the right length, a cursor is then checked for its signature: the service issued none of these.
   cursor: lengthWithin(1, 300),
@@ -82,6 +83,7 @@ const listValue = fc.oneof(
       '0x10',
       'NaN',
       '\u0000',
+      'a\u0000b',
       'é',
       FOREIGN_CURSOR,
       'eyJ9',

@@ -239,6 +239,9 @@ export function plausibleValue(key: string | undefined): fc.Arbitrary<Node> {
       return fc.integer({ min: 0, max: 4 })
     case 'holdSeconds':
       return fc.integer({ min: 0, max: 4000 })
+    case 'listingId':
+      // The real id is the valid body's: here ids of the right shape that name nothing, and the edge strings.
+      return fc.oneof(fc.stringMatching(/^[0-9A-Z]{26}$/), fc.constantFrom(...edgeStrings))
     case 'imageUrl':
       return imageUrl
     default:

@@ -437,6 +437,8 @@ const BODY_ROUTES: Array<[route: string, method: string, path: string]> = [
   [CREATE, 'POST', '/api/v1/listing/create'],
   [PATCH, 'PATCH', `/api/v1/listing/${UNKNOWN_LISTING}`],
   [WEBHOOK_CREATE, 'POST', '/api/v1/webhooks'],
+  // Withdraw takes no body but an empty one, and reads it as any route does.
+  [WITHDRAW, 'POST', `/api/v1/listing/${UNKNOWN_LISTING}/withdraw`],
 ]
 
 /** The reservation routes that read a body: a hold's, and the actions', which take none but an empty one. */

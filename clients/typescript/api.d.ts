@@ -2278,6 +2278,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `/problems/payload-too-large`: The request body is over 1 MiB. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `/problems/unsupported-media-type`: The request Content-Type is not application/json (in UTF-8; for an upload, not image/jpeg, image/png, image/webp or image/gif), or the body is in a content coding (any Content-Encoding but identity) or a transfer coding other than chunked: none is decoded. */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `/problems/rate-limited`: Over RATE_LIMIT_PER_MINUTE requests from your provider; or, on a create, its images would not be checked within IMAGE_FETCH_TIMEOUT_MS behind those your creates already wait on, or those are IMAGE_QUEUE_PER_PROVIDER images already (nothing is fetched or stored). Retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -3443,7 +3467,10 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description The listing to hold units of (a discovery entry’s `listing.id`). */
+                    /**
+                     * Format: text
+                     * @description The listing to hold units of (a discovery entry’s `listing.id`).
+                     */
                     listingId: string;
                     /**
                      * Format: text

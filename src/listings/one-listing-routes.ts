@@ -184,7 +184,17 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
         params: ListingIdParams,
         headers: IfMatchHeaders,
         response: { 200: listingResponse('The withdrawn listing, with its ETag.') },
-        'x-problems': ['invalid-request', 'not-found', 'listing-closed', 'precondition-failed', 'internal', 'unavailable'],
+        // No body is wanted, but one is read like any other: over the limit, or not JSON, it is refused as such.
+        'x-problems': [
+          'invalid-request',
+          'not-found',
+          'listing-closed',
+          'precondition-failed',
+          'payload-too-large',
+          'unsupported-media-type',
+          'internal',
+          'unavailable',
+        ],
       },
     },
     async (request, reply) => {

@@ -15,7 +15,8 @@ const Position = Type.Integer({ minimum: 0, maximum: 99, description: 'Which ite
 
 export const CreateReservationBody = Type.Object(
   {
-    listingId: Type.String({ minLength: 1, maxLength: 100, description: 'The listing to hold units of (a discovery entry’s `listing.id`).' }),
+    // Text: a NUL could not even be looked up in PostgreSQL.
+    listingId: Type.String({ minLength: 1, maxLength: 100, format: 'text', description: 'The listing to hold units of (a discovery entry’s `listing.id`).' }),
     referenceId: Type.String({
       minLength: 1,
       maxLength: 255,
@@ -125,7 +126,13 @@ export const ReservationsQuery = Type.Object(
   {
     status: Type.Optional(Type.Enum(ReservationStatuses, { description: 'Only reservations in this status now.', examples: ['held'] })),
     listingId: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 100, description: 'Only reservations of this listing.', examples: [exampleReservation.listingId] }),
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        format: 'text',
+        description: 'Only reservations of this listing.',
+        examples: [exampleReservation.listingId],
+      }),
     ),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Reservations per page, 1 to 100.', examples: [20] })),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'The previous page’s `nextCursor`.', examples: [exampleCursor] })),
