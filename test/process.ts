@@ -86,7 +86,7 @@ export function run(command: string, args: string[], options: RunOptions = {}): 
   let stderr = ''
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 20_000)
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000)
   return new Promise((resolve, reject) => {
     child.once('error', reject)
     // 'close', not 'exit': every byte of stdout and stderr has been read by then.
@@ -207,7 +207,7 @@ export async function startServer(env: Record<string, string | undefined>, optio
 
   let ready
   try {
-    ready = await waitForLog((line) => line.msg === 'ready', options.timeoutMs ?? 15_000)
+    ready = await waitForLog((line) => line.msg === 'ready', options.timeoutMs ?? 60_000)
   } catch (error) {
     // Its pipes would keep the test process alive, and no caller has a handle to stop it with.
     child.kill('SIGKILL')

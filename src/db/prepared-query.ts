@@ -1,4 +1,6 @@
 import { createQueryId, type CompiledQuery, type Kysely } from 'kysely'
+import type { DialectName } from './connection.js'
+import { onPostgres } from './dialect.js'
 import type { Tables } from './tables.js'
 
 /** Stands in for a parameter while the query is compiled; found again by identity among the parameters. */
@@ -42,5 +44,19 @@ export class PreparedQuery<Params extends Record<string, unknown>, Row> {
       return value.name
     })
     return { sql: compiled.sql, query: compiled.query, names }
+  }
+}
+
+/**
+ * A PreparedQuery of each dialect, made on first use with the connection or transaction at hand: for a write
+ * transaction's statements, which run on the main connection (PostgreSQL) or the SQLite writer thread's.
+ */
+export function perDialect<Params extends Record<string, unknown>, Row>(
+  build: (db: Kysely<Tables>, param: <K extends keyof Params & string>(name: K) => Params[K], dialect: DialectName) => Buildable<Row>,
+): (db: Kysely<Tables>) => PreparedQuery<Params, Row> {
+  const made: Partial<Record<DialectName, PreparedQuery<Params, Row>>> = {}
+  return (db) => {
+    const dialect = onPostgres(db) ? 'postgres' : 'sqlite'
+    return (made[dialect] ??= new PreparedQuery<Params, Row>(db, (on, param) => build(on, param, dialect)))
   }
 }

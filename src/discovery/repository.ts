@@ -5,11 +5,12 @@ import type { ReadYourWrites } from '../db/read-your-writes.js'
 import type { Tables } from '../db/tables.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from '../listings/listing-state.js'
 import { siblingModule, ThreadRequests } from '../start-worker.js'
-import { TrailingBatches } from '../trailing-batches.js'
+import { aloneOnFailure, TrailingBatches } from '../trailing-batches.js'
 import { linesOf } from '../reservations/reservation.js'
 import { withLines } from '../reservations/stock.js'
-import { search, type Candidates, type Hit, type SearchQuery } from './search.js'
+import { FIRST_RADIUS_M, search, type Candidates, type Hit, type SearchQuery } from './search.js'
 import {
+  candidateBatch,
   candidateParams,
   listingsByKeys,
   postgresCandidatesSql,
@@ -41,6 +42,10 @@ interface CurrentRow {
 /** A candidate query's shape: without an upper end of expiry (nearest-first), or with one (a window). */
 type Shape = 'open' | 'bounded'
 
+/** PostgreSQL: at most this many candidate queries in one statement, and this many statements at once per shape. */
+const MAX_BATCH = 32
+const MAX_RUNNING = 2
+
 const STATE_SELECT = sql.raw(STATE_COLUMN_NAMES.map((name) => `l.${name}`).join(', '))
 
 /**
@@ -52,7 +57,7 @@ const STATE_SELECT = sql.raw(STATE_COLUMN_NAMES.map((name) => `l.${name}`).join(
 export class DiscoveryRepository {
   /** The first `limit + 1` matching listings after the cursor, in order (search.ts). */
   readonly search: (query: SearchQuery) => Promise<Hit[]>
-  /** One candidate query, here: on PostgreSQL each a statement of its own, so no request's failure can fail another's. */
+  /** One candidate query, here: on PostgreSQL batched with those that arrive together. */
   readonly candidates: Candidates
   readonly #states: PreparedQuery<{ keys: string }, StatesRow>
   readonly #current?: PreparedQuery<{ keys: string }, CurrentRow>
@@ -76,31 +81,27 @@ export class DiscoveryRepository {
         )
       }
       const query = onStandby
-        ? (shape: Shape, params: CandidateParams) =>
+        ? (shape: Shape, queries: CandidateParams[]) =>
             reads.anyReplay(
-              () => onStandby(shape, params),
-              () => onPrimary(shape, params),
+              () => onStandby(shape, queries),
+              () => onPrimary(shape, queries),
             )
         : onPrimary
-      // Identical candidate queries in flight share one statement, the next to start after they arrive, as identical
-      // page reads do (ListingRepository): sharers asked the very same thing, so they cannot differ in fate.
-      const same = new TrailingBatches<{ shape: Shape; params: CandidateParams }, CandidateRow[]>(async (requests) => {
-        const { shape, params } = requests[0] as { shape: Shape; params: CandidateParams }
-        const rows = await query(shape, params)
-        return requests.map(() => ({ ok: true, value: rows }))
-      })
-      this.candidates = (area, filter) => {
-        const shape = filter.expiresUntil === null ? 'open' : 'bounded'
-        const params = candidateParams(area, filter)
-        return same.submit(JSON.stringify([shape, params]), { shape, params })
-      }
+      // The candidate queries of one shape that arrive while a statement runs go together as the next one (never
+      // answered by a statement that began before them). Should that statement fail, each query is asked alone
+      // (aloneOnFailure): one request's query never fails another's.
+      const batches = new TrailingBatches<CandidateParams, CandidateRow[]>(
+        aloneOnFailure((queries, shape) => query(shape as Shape, queries)),
+        { maxBatch: MAX_BATCH, maxRunning: MAX_RUNNING },
+      )
+      this.candidates = (area, filter) => batches.submit(filter.expiresUntil === null ? 'open' : 'bounded', candidateParams(area, filter))
     }
     const path = database.sqlite?.path
     if (path !== undefined && path !== ':memory:') {
       const thread = (this.#thread = new ThreadRequests<SearchQuery>(siblingModule(import.meta.url, 'sqlite-search-worker'), { path }))
       this.search = (query) => thread.ask(query) as Promise<Hit[]>
     } else {
-      this.search = (query) => search(query, this.candidates)
+      this.search = (query) => search(query, this.candidates, FIRST_RADIUS_M[dialect])
     }
     this.#states = new PreparedQuery(
       kysely,
@@ -161,13 +162,24 @@ export function sqliteCandidates(kysely: Kysely<Tables>): Candidates {
   return (area, filter) => statements[filter.expiresUntil === null ? 'open' : 'bounded'].execute(candidateParams(area, filter))
 }
 
-function postgresQuery(kysely: Kysely<Tables>): (shape: Shape, params: CandidateParams) => Promise<CandidateRow[]> {
-  const statements: Record<Shape, PreparedQuery<CandidateParams, PackedCandidates>> = {
+/** PostgreSQL: a batch of candidate queries of one shape, one statement; identical queries in it are asked once. */
+function postgresQuery(kysely: Kysely<Tables>): (shape: Shape, queries: CandidateParams[]) => Promise<CandidateRow[][]> {
+  const statements: Record<Shape, PreparedQuery<{ batch: string }, PackedCandidates>> = {
     open: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(false, param)),
     bounded: new PreparedQuery(kysely, (_db, param) => postgresCandidatesSql(true, param)),
   }
-  return async (shape, params) => {
-    const [row] = await statements[shape].execute(params)
-    return unpackCandidates(row?.packed ?? null)
+  return async (shape, queries) => {
+    const positions = new Map<string, number>()
+    const unique: CandidateParams[] = []
+    const asked = queries.map((params) => {
+      const text = JSON.stringify(params)
+      let position = positions.get(text)
+      if (position === undefined) positions.set(text, (position = unique.push(params) - 1))
+      return position
+    })
+    const rows = await statements[shape].execute({ batch: candidateBatch(unique) })
+    if (rows.length !== unique.length) throw new Error(`a candidate batch of ${unique.length} queries answered ${rows.length} rows`)
+    const answers = rows.map((row) => unpackCandidates(row.packed))
+    return asked.map((position) => answers[position] as CandidateRow[])
   }
 }

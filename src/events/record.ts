@@ -53,51 +53,58 @@ export async function recordEvents(tx: Tx, owner: Owner, nowMs: number, events: 
     if (counted.length === 0) throw new Error(`${owner.kind} ${owner.id} does not exist`)
     return
   }
-  const counter = await tx
-    .updateTable(ownerTable[owner.kind])
-    .set((eb) => ({ event_count: eb('event_count', '+', rows.length) }))
-    .where('id', '=', owner.id)
-    .returning('event_count')
-    .executeTakeFirst()
+  const [counter] = await (sqliteCounters[owner.kind] ??= sqliteCounter(tx, owner.kind)).executeIn(tx, { ownerId: owner.id, n: rows.length })
   if (!counter) throw new Error(`${owner.kind} ${owner.id} does not exist`)
-  await insertEvents(tx, owner.id, counter.event_count - rows.length + 1, nowMs, rows)
+  await insertEvents(tx, owner.id, counter.base + 1, nowMs, rows)
 }
+
+/** SQLite's counter bump of recordEvents, per kind of owner: the seq before the events, as PostgreSQL's returns it. */
+const sqliteCounters: Partial<Record<Owner['kind'], PreparedQuery<{ ownerId: string; n: number }, { base: number }>>> = {}
+const sqliteCounter = (tx: Tx, kind: Owner['kind']) =>
+  new PreparedQuery<{ ownerId: string; n: number }, { base: number }>(tx, (db, param) =>
+    db
+      .updateTable(ownerTable[kind])
+      .set((eb) => ({ event_count: eb('event_count', '+', param('n')) }))
+      .where('id', '=', param('ownerId'))
+      .returning((eb) => eb('event_count', '-', param('n')).as('base')),
+  )
+
+interface InsertParams extends Record<string, unknown> {
+  ownerId: string
+  /** The seq before the first event's. */
+  base: number
+  nowMs: number
+  rows: string
+}
+
+let insertedEvents: PreparedQuery<InsertParams, never> | undefined
+let insertedDeliveries: PreparedQuery<InsertParams, never> | undefined
 
 /**
  * The events' rows, seq from `firstSeq` on (the caller has bumped event_count), and the webhook deliveries each owes,
  * due at once: one per endpoint enabled and subscribed when it commits, written with the event so none is lost.
+ * SQLite (PostgreSQL writes them in the statement that bumps the counter): two statements of fixed text, the rows one
+ * JSON parameter, so they are compiled once (the writer thread, which runs every write, spent much of its time
+ * building statements).
  */
 export async function insertEvents(tx: Tx, ownerId: string, firstSeq: number, nowMs: number, rows: readonly EventRow[]): Promise<void> {
-  await tx
-    .insertInto('events')
-    .values(rows.map((row, i) => ({ ...row, owner_id: ownerId, seq: firstSeq + i, created_at_ms: nowMs })))
-    .execute()
-  for (const type of new Set(rows.map((row) => row.type))) {
-    const ids = rows.filter((row) => row.type === type).map((row) => row.id)
-    await tx
-      .insertInto('webhook_deliveries')
-      .columns(['id', 'endpoint_id', 'event_id', 'owner_id', 'event_type', 'attempts', 'next_attempt_at_ms', 'created_at_ms'])
-      .expression((eb) =>
-        eb
-          .selectFrom('webhook_endpoints as w')
-          .innerJoin('events as e', 'e.owner_id', 'w.owner_id')
-          .select([
-            sql<string>`w.id || ':' || e.id`.as('id'),
-            'w.id as endpoint_id',
-            'e.id as event_id',
-            'w.owner_id',
-            'e.type as event_type',
-            sql.lit(0).as('attempts'),
-            eb.cast<number>(eb.val(nowMs), 'bigint').as('next_attempt_at_ms'),
-            eb.cast<number>(eb.val(nowMs), 'bigint').as('created_at_ms'),
-          ])
-          .where('w.owner_id', '=', ownerId)
-          .where('w.status', '=', 'enabled')
-          .where((web) => web(web('w.event_mask', '&', eventBit(type)), '<>', 0))
-          .where('e.id', 'in', ids),
-      )
-      .execute()
-  }
+  const params: InsertParams = { ownerId, base: firstSeq - 1, nowMs, rows: deliveryRowsJson(rows) }
+  await (insertedEvents ??= new PreparedQuery<InsertParams, never>(
+    tx,
+    (_db, param) => sql<never>`
+      insert into events (id, owner_id, seq, type, listing_id, created_at_ms, snapshot)
+      select r.value ->> 'id', ${param('ownerId')}, ${param('base')} + (r.value ->> 'ordinal'), r.value ->> 'type',
+        r.value ->> 'listing_id', ${param('nowMs')}, r.value ->> 'snapshot'
+      from json_each(${param('rows')}) as r`,
+  )).executeIn(tx, params)
+  await (insertedDeliveries ??= new PreparedQuery<InsertParams, never>(
+    tx,
+    (_db, param) => sql<never>`
+      insert into webhook_deliveries (id, endpoint_id, event_id, owner_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
+      select w.id || ':' || (r.value ->> 'id'), w.id, r.value ->> 'id', w.owner_id, r.value ->> 'type', 0, ${param('nowMs')}, ${param('nowMs')}
+      from json_each(${param('rows')}) as r
+        join webhook_endpoints w on w.owner_id = ${param('ownerId')} and w.status = 'enabled' and (w.event_mask & (r.value ->> 'bit')) <> 0`,
+  )).executeIn(tx, params)
 }
 
 /** The rows as one JSON parameter (the statement's text stays the same whatever their number), with each type's bit. */

@@ -1,11 +1,12 @@
 import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
+import { perDialect } from '../db/prepared-query.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
 import { listingEvent, recordEvents } from '../events/record.js'
 import { toThousandths, type ItemColumns } from './columns.js'
-import { effective, stateFromRow, STATE_COLUMN_NAMES, type ListingState } from './listing-state.js'
+import { effective, stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
 import type { PatchListingInput } from './schemas.js'
 import { preconditionFails, type IfMatch } from '../http/conditional.js'
 import { releaseOnWithdraw, settledHolds, writeStock } from '../reservations/transactions.js'
@@ -127,15 +128,19 @@ export function expiredState(state: ListingState): ListingState {
 
 // ---- The transactions ----
 
+const lockedListingQuery = perDialect<{ providerId: string; listingId: string }, StateRow & { held_record: string | null; holds_expire_ms: number | null }>(
+  (db, param, dialect) =>
+    db
+      .selectFrom('listings')
+      .select([...STATE_COLUMN_NAMES, 'held_record', 'holds_expire_ms'])
+      .where('id', '=', param('listingId'))
+      .where('provider_id', '=', param('providerId'))
+      .$if(dialect === 'postgres', (qb) => qb.forUpdate()),
+)
+
 /** The caller's own listing, locked until the transaction ends, with its holds; another provider's is as unknown as none. */
 async function lockedListing(tx: Tx, { providerId, listingId }: ChangeArgs) {
-  const row = await tx
-    .selectFrom('listings')
-    .select([...STATE_COLUMN_NAMES, 'held_record', 'holds_expire_ms'])
-    .where('id', '=', listingId)
-    .where('provider_id', '=', providerId)
-    .$if(onPostgres(tx), (qb) => qb.forUpdate())
-    .executeTakeFirst()
+  const [row] = await lockedListingQuery(tx).executeIn(tx, { providerId, listingId })
   if (!row) return undefined
   const { held_record, holds_expire_ms, ...state } = row
   return { state: stateFromRow(state), heldRecord: held_record, holdsExpireMs: holds_expire_ms }

@@ -47,23 +47,7 @@ export async function insertListings(tx: Tx, providerId: string, creates: readon
     if (rows.length !== n) throw new Error(`provider ${providerId} does not exist`)
     return rows.map((row) => ({ listingId: row.id, expiresAtUnix: row.expires_at_unix }))
   }
-  const counter = await tx
-    .updateTable('providers')
-    .set((eb) => ({
-      listing_count: eb('listing_count', '+', n),
-      event_count: eb('event_count', '+', n),
-      // Every right-hand side reads the row as it was.
-      last_created_tick: eb
-        .case()
-        .when('last_created_ms', '>=', nowMs)
-        .then(eb('last_created_tick', '+', n))
-        .else(n - 1)
-        .end(),
-      last_created_ms: eb.case().when('last_created_ms', '>=', nowMs).then(eb.ref('last_created_ms')).else(nowMs).end(),
-    }))
-    .where('id', '=', providerId)
-    .returning(['listing_count', 'event_count', 'last_created_ms', 'last_created_tick'])
-    .executeTakeFirst()
+  const [counter] = await (sqliteCounter ??= sqliteCounterQuery(tx)).executeIn(tx, { providerId, n, nowMs, lastTickIfNew: n - 1 })
   if (!counter) throw new Error(`provider ${providerId} does not exist`)
   const createdAtMs = counter.last_created_ms
   const firstTick = counter.last_created_tick - n + 1
@@ -100,6 +84,37 @@ export async function insertListings(tx: Tx, providerId: string, creates: readon
   await insertEvents(tx, providerId, counter.event_count - n + 1, createdAtMs, events)
   return states.map((state) => ({ listingId: state.id, expiresAtUnix: state.expires_at_unix }))
 }
+
+interface CounterParams extends Record<string, unknown> {
+  providerId: string
+  n: number
+  nowMs: number
+  /** The last tick when the batch opens a new millisecond: n − 1. */
+  lastTickIfNew: number
+}
+
+let sqliteCounter: ReturnType<typeof sqliteCounterQuery> | undefined
+
+/** SQLite's bump of the provider's counters for `n` creates at `nowMs` (compiled once: the writer thread runs every write). */
+const sqliteCounterQuery = (tx: Tx) =>
+  new PreparedQuery<CounterParams, { listing_count: number; event_count: number; last_created_ms: number; last_created_tick: number }>(tx, (db, param) =>
+    db
+      .updateTable('providers')
+      .set((eb) => ({
+        listing_count: eb('listing_count', '+', param('n')),
+        event_count: eb('event_count', '+', param('n')),
+        // Every right-hand side reads the row as it was.
+        last_created_tick: eb
+          .case()
+          .when('last_created_ms', '>=', param('nowMs'))
+          .then(eb('last_created_tick', '+', param('n')))
+          .else(param('lastTickIfNew'))
+          .end(),
+        last_created_ms: eb.case().when('last_created_ms', '>=', param('nowMs')).then(eb.ref('last_created_ms')).else(param('nowMs')).end(),
+      }))
+      .where('id', '=', param('providerId'))
+      .returning(['listing_count', 'event_count', 'last_created_ms', 'last_created_tick']),
+  )
 
 /** A create as createsTogether reads it: the row's columns from the request, and what the statement needs besides. */
 interface CreateRecord extends ListingColumns {

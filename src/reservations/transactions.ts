@@ -3,6 +3,7 @@ import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
 import type { Tables } from '../db/tables.js'
 import { commitWithoutFlush, onPostgres } from '../db/dialect.js'
+import { perDialect } from '../db/prepared-query.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
 import { listingEvent, recordEvents, type NewEvent } from '../events/record.js'
@@ -80,26 +81,73 @@ async function settled(tx: Tx, stocked: Stocked, nowMs: number): Promise<Stocked
   return { state: stocked.state, held, holdsExpireMs: next?.first ?? null, settledNow: true }
 }
 
-/** Writes the listing's held columns, and with `state` its change (version, items) as well. */
-async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked, changed: boolean): Promise<void> {
-  const quantities = state.items.map((item) => item.quantity)
-  await tx
+interface StockParams extends Record<string, unknown> {
+  providerId: string
+  id: string
+  heldRecord: string | null
+  holdsExpireMs: number | null
+  fullUntilMs: number | null
+}
+
+interface ChangeParams extends StockParams {
+  version: number
+  updatedAtMs: number
+  discountRate: number
+  soldOut: number
+  itemsRecord: string
+}
+
+const stockQuery = perDialect<StockParams, never>((db, param) =>
+  db
+    .updateTable('listings')
+    .set({ held_record: param('heldRecord'), holds_expire_ms: param('holdsExpireMs'), full_until_ms: param('fullUntilMs') })
+    .where('provider_id', '=', param('providerId'))
+    .where('id', '=', param('id')),
+)
+
+const changeQuery = perDialect<ChangeParams, never>((db, param) =>
+  db
     .updateTable('listings')
     .set({
-      ...heldColumns(quantities, held, holdsExpireMs),
-      ...(changed
-        ? {
-            version: state.version,
-            updated_at_ms: state.updated_at_ms,
-            discount_rate: state.discount_rate,
-            sold_out: isSoldOut(state.items) ? 1 : 0,
-            items_record: JSON.stringify(state.items),
-          }
-        : {}),
+      held_record: param('heldRecord'),
+      holds_expire_ms: param('holdsExpireMs'),
+      full_until_ms: param('fullUntilMs'),
+      version: param('version'),
+      updated_at_ms: param('updatedAtMs'),
+      discount_rate: param('discountRate'),
+      sold_out: param('soldOut'),
+      items_record: param('itemsRecord'),
     })
-    .where('provider_id', '=', state.provider_id)
-    .where('id', '=', state.id)
-    .execute()
+    .where('provider_id', '=', param('providerId'))
+    .where('id', '=', param('id')),
+)
+
+/** Writes the listing's held columns, and with `state` its change (version, items) as well. */
+async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked, changed: boolean): Promise<void> {
+  const columns = heldColumns(
+    state.items.map((item) => item.quantity),
+    held,
+    holdsExpireMs,
+  )
+  const stock: StockParams = {
+    providerId: state.provider_id,
+    id: state.id,
+    heldRecord: columns.held_record,
+    holdsExpireMs: columns.holds_expire_ms,
+    fullUntilMs: columns.full_until_ms,
+  }
+  if (!changed) {
+    await stockQuery(tx).executeIn(tx, stock)
+    return
+  }
+  await changeQuery(tx).executeIn(tx, {
+    ...stock,
+    version: state.version,
+    updatedAtMs: state.updated_at_ms,
+    discountRate: state.discount_rate,
+    soldOut: isSoldOut(state.items) ? 1 : 0,
+    itemsRecord: JSON.stringify(state.items),
+  })
 }
 
 const RESERVATION_COLUMNS = [
