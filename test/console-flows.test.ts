@@ -11,18 +11,58 @@ import {
   missingImage,
   notAnImage,
   PHONE,
+  seriousViolations,
   shown,
   signInWithToken,
   startConsoleService,
   watchedPage,
   type ConsoleService,
 } from './console-browser.js'
+import { EventTypes } from '../src/events/types.js'
 import { startReceiver } from './webhook-receiver.js'
 
 // The console in a real browser, as a seller uses it (shared/spec/CONSOLE.md): every name used here is part of
 // the console's contract.
 
 const field = (pointer: string) => `[name="${pointer}"]`
+
+/** The Webhooks screen's words in each language; `labels` are the checkboxes' names, in the API's order of types. */
+const WEBHOOK_WORDS = {
+  en: {
+    token: 'API token',
+    signIn: 'Sign in',
+    webhooks: 'Webhooks',
+    listingsGroup: 'Listings',
+    reservationsGroup: 'Reservations',
+    labels: [
+      'Created',
+      'Updated',
+      'Withdrawn',
+      'Expired',
+      'Reservation held',
+      'Reservation confirmed',
+      'Reservation released',
+      'Reservation lapsed',
+      'Reservation cancelled',
+    ],
+    addWebhook: 'Add webhook',
+    noWebhooks: 'No webhooks yet.',
+    done: 'Done',
+    deliveries: 'Deliveries',
+  },
+  ar: {
+    token: 'رمز الواجهة',
+    signIn: 'دخول',
+    webhooks: 'الخطافات (Webhooks)',
+    listingsGroup: 'العروض',
+    reservationsGroup: 'الحجوزات',
+    labels: ['أُنشئ', 'عُدّل', 'سُحب', 'انتهى', 'حجز جديد', 'تأكيد حجز', 'إفراج عن حجز', 'انقضاء مهلة حجز', 'إلغاء حجز'],
+    addWebhook: 'أضف خطافًا',
+    noWebhooks: 'لا توجد خطافات بعد.',
+    done: 'تم',
+    deliveries: 'التسليمات',
+  },
+}
 
 if (browserAvailable()) {
   describe('the console in a browser', { timeout: 600_000 }, () => {
@@ -341,6 +381,12 @@ if (browserAvailable()) {
         assert.equal(await page.evaluate('navigator.clipboard.readText()'), secret)
         await page.getByRole('button', { name: 'Done' }).click()
         assert.equal(await page.locator('.secret-value').count(), 0, 'shown once')
+        // What was sent: every type offered but the one unticked, the reservation types among them.
+        const made = await (await fetch(`${service.baseUrl}/api/v1/webhooks`, { headers: { authorization: `Bearer ${provider.token}` } })).json()
+        assert.deepEqual(
+          made.data[0].events,
+          EventTypes.filter((type) => type !== 'listing.expired'),
+        )
 
         await service.createListing(provider.token)
         await receiver.waitFor((deliveries) => deliveries.length >= 1, 10_000)
@@ -382,6 +428,123 @@ if (browserAvailable()) {
         await page.getByRole('button', { name: 'Delete' }).click()
         await page.getByRole('dialog').getByRole('button', { name: 'Delete webhook' }).click()
         await page.getByText('No webhooks yet.').waitFor()
+        assert.deepEqual(problems, [])
+      } finally {
+        await receiver.close()
+      }
+    })
+
+    test('webhooks: the event types in two groups, Listings and Reservations, named apart in both languages at both sizes', async () => {
+      const provider = await service.newProvider('Grouped Bakery')
+      for (const language of ['en', 'ar'] as const) {
+        const t = WEBHOOK_WORDS[language]
+        for (const viewport of [PHONE, DESKTOP]) {
+          const at = `${language}, ${viewport.width} px`
+          const context = await browser.newContext({ viewport, extraHTTPHeaders: { 'accept-language': language } })
+          contexts.push(context)
+          const watched = await watchedPage(context)
+          const { page, problems } = watched
+          await page.goto(`${service.baseUrl}/console`)
+          await page.getByLabel(t.token).fill(provider.token)
+          await page.getByRole('button', { name: t.signIn }).click()
+          await page.getByRole('link', { name: t.webhooks, exact: true }).click()
+          await shown(watched, page.getByRole('heading', { level: 1, name: t.webhooks, exact: true }))
+          for (const [group, labels] of [
+            [t.listingsGroup, t.labels.slice(0, 4)],
+            [t.reservationsGroup, t.labels.slice(4)],
+          ] as const) {
+            const boxes = page.getByRole('group', { name: group, exact: true }).getByRole('checkbox')
+            assert.deepEqual(await boxes.evaluateAll((inputs) => inputs.map((input) => (input as HTMLInputElement).labels?.[0]?.textContent)), labels, at)
+          }
+          // Tests find a checkbox by a part of its name: each name finds exactly one, and every box is ticked at first.
+          for (const label of t.labels) {
+            const box = page.getByRole('checkbox', { name: label })
+            assert.equal(await box.count(), 1, `${at}: "${label}" names one checkbox`)
+            assert.equal(await box.isChecked(), true, `${at}: "${label}" is ticked at first`)
+          }
+          assert.deepEqual(await seriousViolations(page), [], at)
+          assert.ok((await page.evaluate<number>('document.documentElement.scrollWidth')) <= viewport.width, `${at}: nothing scrolls sideways`)
+          assert.deepEqual(problems, [])
+          await context.close()
+        }
+      }
+    })
+
+    test('webhooks from the keyboard, in Arabic on a phone: Tab through the grouped types to an endpoint of one reservation type, delivered and logged', async () => {
+      const provider = await service.newProvider('Keyboard Hooks')
+      const market = await service.newMarketplace('Hooks Market')
+      const listingId = await service.createListing(provider.token)
+      const receiver = await startReceiver()
+      try {
+        const t = WEBHOOK_WORDS.ar
+        const context = await browser.newContext({ viewport: PHONE, extraHTTPHeaders: { 'accept-language': 'ar' } })
+        contexts.push(context)
+        const watched = await watchedPage(context)
+        const { page, problems } = watched
+        await page.goto(`${service.baseUrl}/console/webhooks`)
+        await page.getByLabel(t.token).focus()
+        await page.keyboard.type(provider.token)
+        await page.keyboard.press('Enter')
+        await shown(watched, page.getByRole('heading', { level: 1, name: t.webhooks, exact: true }))
+        await page.getByText(t.noWebhooks).waitFor()
+
+        const focused = () =>
+          page.evaluate(() => {
+            const element = document.activeElement as HTMLInputElement
+            const style = getComputedStyle(element)
+            return { name: element.labels?.[0]?.textContent ?? element.textContent ?? '', outline: style.outlineStyle, width: style.outlineWidth }
+          })
+        const tabTo = async (expected: string) => {
+          await page.keyboard.press('Tab')
+          const now = await focused()
+          assert.equal(now.name, expected)
+          assert.ok(now.outline !== 'none' && now.width !== '0px', `focus is visible on ${expected}`)
+        }
+        await page.locator(field('/url')).focus()
+        await page.keyboard.type(receiver.url)
+        // Every box but "تأكيد حجز" (reservation.confirmed) is unticked with the space bar.
+        for (const label of t.labels) {
+          await tabTo(label)
+          if (label !== 'تأكيد حجز') await page.keyboard.press('Space')
+        }
+        await tabTo(t.addWebhook)
+        await page.keyboard.press('Enter')
+        await shown(watched, page.locator('.secret-value'))
+        const webhooks = await (await fetch(`${service.baseUrl}/api/v1/webhooks`, { headers: { authorization: `Bearer ${provider.token}` } })).json()
+        assert.deepEqual(webhooks.data[0].events, ['reservation.confirmed'])
+        assert.equal(await page.locator('.webhook .hint').innerText(), 'تأكيد حجز')
+
+        // A hold and its confirmation: the confirmation is delivered, the hold and the listing's update are not.
+        const call = async (path: string, body?: unknown) => {
+          const answer = await fetch(`${service.baseUrl}${path}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${market.token}`, 'content-type': 'application/json' },
+            body: JSON.stringify(body ?? {}),
+          })
+          const text = await answer.text()
+          assert.ok(answer.status < 300, `${path} answered ${answer.status}: ${text}`)
+          return JSON.parse(text)
+        }
+        const reservation = await call('/api/v1/reservations', { listingId, referenceId: 'hook-1', items: [{ position: 0, quantity: 1 }] })
+        await call(`/api/v1/reservations/${reservation.id}/confirm`)
+        await receiver.waitFor((deliveries) => deliveries.length >= 1, 10_000)
+        for (let tries = 0; tries < 50; tries++) {
+          const log = await (
+            await fetch(`${service.baseUrl}/api/v1/webhooks/${webhooks.data[0].id}/deliveries`, { headers: { authorization: `Bearer ${provider.token}` } })
+          ).json()
+          if (log.data.some((attempt: any) => attempt.outcome === 'succeeded')) break
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+        assert.deepEqual(
+          receiver.deliveries.map((delivery) => delivery.event.type),
+          ['reservation.confirmed'],
+        )
+        await page.getByRole('button', { name: t.done }).focus()
+        await page.keyboard.press('Enter')
+        await page.getByRole('button', { name: t.deliveries }).focus()
+        await page.keyboard.press('Enter')
+        // The log names the type as the checkbox did.
+        await shown(watched, page.getByRole('cell', { name: 'تأكيد حجز', exact: true }))
         assert.deepEqual(problems, [])
       } finally {
         await receiver.close()

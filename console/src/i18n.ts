@@ -113,6 +113,9 @@ const en = {
   no: 'No',
   notFound: 'No such listing.',
   back: 'Back',
+  // An event type's words: one label a type, in the webhook form's checkboxes, an endpoint's summary, its
+  // deliveries log and Activity (console/src/event-types.ts). Checkboxes are found by a part of their name, so no
+  // label may contain another, case ignored: "Reservation expired" would contain "Expired", hence "lapsed".
   event_listing_created: 'Created',
   event_listing_updated: 'Updated',
   event_listing_withdrawn: 'Withdrawn',
@@ -120,7 +123,7 @@ const en = {
   event_reservation_held: 'Reservation held',
   event_reservation_confirmed: 'Reservation confirmed',
   event_reservation_released: 'Reservation released',
-  event_reservation_expired: 'Reservation expired',
+  event_reservation_expired: 'Reservation lapsed',
   event_reservation_cancelled: 'Reservation cancelled',
   // Reservations: a status, the filter, a row, the cancel dialog; a listing's stock.
   rsv_held: 'Held',
@@ -316,7 +319,7 @@ const ar: Messages = {
   event_reservation_held: 'حجز جديد',
   event_reservation_confirmed: 'تأكيد حجز',
   event_reservation_released: 'إفراج عن حجز',
-  event_reservation_expired: 'انتهاء حجز',
+  event_reservation_expired: 'انقضاء مهلة حجز',
   event_reservation_cancelled: 'إلغاء حجز',
   rsv_held: 'محجوز',
   rsv_confirmed: 'مؤكد',

@@ -1,13 +1,8 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api, type FeedEvent, type Problem, type Reservation } from '../api'
-import type { Language, Messages } from '../i18n'
+import { eventTypeText } from '../event-types'
+import type { Language } from '../i18n'
 import { formatTime, Heading, Link, useLocale } from '../ui'
-
-/** An event type's words; a type this page does not know yet is shown as the API names it. */
-function typeText(t: Messages, type: string): string {
-  const words = (t as unknown as Record<string, unknown>)[`event_${type.replace('.', '_')}`]
-  return typeof words === 'string' ? words : type
-}
 
 /** What an event is about: the listing (reference and brand), or the reservation (its marketplace and reference). */
 function Subject({ event, language }: { event: FeedEvent; language: Language }) {
@@ -78,7 +73,7 @@ export function Activity() {
         <ol class="events">
           {events.map((event) => (
             <li key={event.id} class="card event">
-              <span class={`event-type event-${event.type.replace('.', '-')}`}>{typeText(t, event.type)}</span>
+              <span class={`event-type event-${event.type.replace('.', '-')}`}>{eventTypeText(t, event.type)}</span>
               <Subject event={event} language={language} />
               <time dateTime={event.createdAt}>{formatTime(event.createdAt, language)}</time>
             </li>

@@ -1,14 +1,12 @@
 import { useEffect, useState } from 'preact/hooks'
 import createWebhookSchema from 'schema:create-webhook'
 import { visibleUrl } from '../../../src/webhooks/bidi-controls'
+import type { EventType } from '../../../src/events/types'
 import { api, type DeliveriesPage, type Problem, type Webhook } from '../api'
+import { EVENT_GROUPS, eventTypeText, OFFERED_EVENT_TYPES } from '../event-types'
 import { issueMessage } from '../messages-of'
 import { ConfirmDialog, Field, formatTime, Heading, useLocale } from '../ui'
 import { validate } from '../validate'
-
-const EVENT_TYPES = ['listing.created', 'listing.updated', 'listing.withdrawn', 'listing.expired'] as const
-type EventTypeName = (typeof EVENT_TYPES)[number]
-const eventKey = (type: string) => `event_${type.replace('.', '_')}` as 'event_listing_created'
 
 /** A secret shown once (create, rotation), with a copy button. */
 function SecretOnce({ secret, onDone }: { secret: string; onDone: () => void }) {
@@ -69,7 +67,7 @@ function Deliveries({ webhookId }: { webhookId: string }) {
           {page.data.map((attempt) => (
             <tr key={`${attempt.eventId}-${attempt.attempt}-${attempt.outcome}`}>
               <td>{formatTime(attempt.at, language)}</td>
-              <td>{t[eventKey(attempt.type)]}</td>
+              <td>{eventTypeText(t, attempt.type)}</td>
               <td>{attempt.attempt}</td>
               <td>{t[`outcome_${attempt.outcome}`]}</td>
               <td dir="ltr">{attempt.responseStatus ?? attempt.error ?? ''}</td>
@@ -85,7 +83,8 @@ export function Webhooks() {
   const { t } = useLocale()
   const [endpoints, setEndpoints] = useState<Webhook[] | undefined>()
   const [url, setUrl] = useState('')
-  const [types, setTypes] = useState<EventTypeName[]>([...EVENT_TYPES])
+  // Every type offered is ticked at first, as the API's default (no `events`) is every type.
+  const [types, setTypes] = useState<EventType[]>([...OFFERED_EVENT_TYPES])
   const [urlError, setUrlError] = useState<string | undefined>()
   const [failed, setFailed] = useState<string | undefined>()
   const [secret, setSecret] = useState<string | undefined>()
@@ -154,22 +153,27 @@ export function Webhooks() {
       {secret && <SecretOnce secret={secret} onDone={() => setSecret(undefined)} />}
       <form noValidate onSubmit={(event) => void add(event)} class="card">
         <Field name="/url" label={t.webhookUrl} value={url} type="url" dir="ltr" inputMode="url" error={urlError} onValue={setUrl} />
-        <fieldset class="checks">
+        <fieldset class="event-types">
           <legend>{t.eventTypes}</legend>
-          {EVENT_TYPES.map((type) => (
-            <label key={type} class="check">
-              <input
-                type="checkbox"
-                name="/events"
-                value={type}
-                checked={types.includes(type)}
-                onChange={(event) => {
-                  const on = event.currentTarget.checked
-                  setTypes(on ? EVENT_TYPES.filter((x) => x === type || types.includes(x)) : types.filter((x) => x !== type))
-                }}
-              />
-              {t[eventKey(type)]}
-            </label>
+          {EVENT_GROUPS.map((group) => (
+            <fieldset key={group.legend} class="checks">
+              <legend>{t[group.legend]}</legend>
+              {group.types.map((type) => (
+                <label key={type} class="check">
+                  <input
+                    type="checkbox"
+                    name="/events"
+                    value={type}
+                    checked={types.includes(type)}
+                    onChange={(event) => {
+                      const on = event.currentTarget.checked
+                      setTypes(on ? OFFERED_EVENT_TYPES.filter((x) => x === type || types.includes(x)) : types.filter((x) => x !== type))
+                    }}
+                  />
+                  {eventTypeText(t, type)}
+                </label>
+              ))}
+            </fieldset>
           ))}
         </fieldset>
         <button type="submit" class="primary">
@@ -190,7 +194,7 @@ export function Webhooks() {
                 <span class={`status status-${webhook.status}`}>{webhook.status === 'enabled' ? t.enabled : t.disabled}</span>
                 {webhook.disabledReason && <bdi> · {webhook.disabledReason}</bdi>}
               </p>
-              <p class="hint">{webhook.events.map((type) => t[eventKey(type)]).join(' · ')}</p>
+              <p class="hint">{webhook.events.map((type) => eventTypeText(t, type)).join(' · ')}</p>
               <div class="actions">
                 <button type="button" onClick={() => void rotate(webhook)}>
                   {t.rotateSecret}
