@@ -8,10 +8,9 @@
 import { performance } from 'node:perf_hooks'
 import { Pool } from 'undici'
 import { percentile } from './lib.js'
-import type { LoadResult, RequestKind } from './load.js'
+import type { CountedResult, RequestKind } from './load.js'
 
-/** Its answers by status code, and `no answer` for a request that failed or timed out without one. */
-export type EachOnceResult = LoadResult & { statuses: Record<string, number> }
+export type EachOnceResult = CountedResult
 
 export async function runEachOnce(baseUrl: string, requests: RequestKind[], connections: number, timeoutMs = 5000): Promise<EachOnceResult> {
   const pool = new Pool(baseUrl, { connections, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })

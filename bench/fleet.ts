@@ -27,19 +27,19 @@
  *   npm run bench:fleet -- --duration 20 --connections 4
  */
 import { randomUUID } from 'node:crypto'
-import { createServer, type IncomingHttpHeaders } from 'node:http'
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { loadavg } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
-import { Webhook } from 'standardwebhooks'
 import { Pool } from 'undici'
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer } from '../test/image-server.js'
 import { startPgBouncer } from '../test/pgbouncer-support.js'
 import { runCli } from '../test/process.js'
 import { cleanUpOnSignals, listingBody, machine, percentile, startService, writeResult, type RunningService } from './lib.js'
+import { signed } from './webhook-receiver.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -99,15 +99,6 @@ interface Receiver {
   close(): Promise<void>
 }
 
-function verifies(secret: string, body: string, headers: IncomingHttpHeaders): boolean {
-  try {
-    new Webhook(secret).verify(body, headers as Record<string, string>)
-    return true
-  } catch {
-    return false
-  }
-}
-
 async function startReceiver(): Promise<Receiver> {
   const receiver: Receiver = { url: '', endpoints: new Map(), strays: 0, close: async () => {} }
   const server = createServer({ keepAliveTimeout: 60_000 }, (request, response) => {
@@ -132,7 +123,7 @@ async function startReceiver(): Promise<Receiver> {
       }
       if (event.id !== id) endpoint.idMismatches++
       endpoint.types.set(String(event.type), (endpoint.types.get(String(event.type)) ?? 0) + 1)
-      if (!verifies(endpoint.secret, body, request.headers)) endpoint.badSignatures++
+      if (!signed(body, request.headers, endpoint.secret)) endpoint.badSignatures++
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))

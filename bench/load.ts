@@ -39,6 +39,9 @@ export interface LoadResult {
   failures: number
 }
 
+/** With its answers by status code, and `no answer` for a request that failed or timed out without one. */
+export type CountedResult = LoadResult & { statuses: Record<string, number> }
+
 export interface LoadOptions {
   connections: number
   durationS: number

@@ -12,19 +12,23 @@
  */
 import { performance } from 'node:perf_hooks'
 import { Pool } from 'undici'
-import { pickKind, uniqueBody, type LoadOptions, type LoadResult, type RequestKind } from './load.js'
+import { pickKind, uniqueBody, type CountedResult, type LoadOptions, type RequestKind } from './load.js'
 
-export async function runOpenLoop(
-  baseUrl: string,
-  kinds: RequestKind[],
-  { connections, durationS, rate }: LoadOptions & { rate: number },
-): Promise<LoadResult> {
+export interface OpenLoopOptions extends LoadOptions {
+  rate: number
+  /** Given, every answer's status and body are passed to it (the body is read, not dropped). */
+  onAnswer?: (status: number, body: string) => void
+}
+
+export async function runOpenLoop(baseUrl: string, kinds: RequestKind[], { connections, durationS, rate, onAnswer }: OpenLoopOptions): Promise<CountedResult> {
   // Requests beyond `connections` in flight wait in the pool's queue; their wait counts, as it should.
   const pool = new Pool(baseUrl, { connections, pipelining: 1, headersTimeout: 5000, bodyTimeout: 5000 })
   const total = Math.round(rate * durationS)
   const intervalMs = 1000 / rate
   const latencies = new Float64Array(total)
   let failures = 0
+  const statuses: Record<string, number> = {}
+  const count = (status: string) => (statuses[status] = (statuses[status] ?? 0) + 1)
   let sent = 0
   const inFlight: Array<Promise<void>> = []
   const start = performance.now()
@@ -34,10 +38,13 @@ export async function runOpenLoop(
     return pool
       .request({ method: kind.method, path: kind.path, headers: kind.headers, body: uniqueBody(kind) })
       .then(async (response) => {
-        await response.body.dump()
+        if (onAnswer) onAnswer(response.statusCode, await response.body.text())
+        else await response.body.dump()
+        count(String(response.statusCode))
         if (response.statusCode >= 300) failures++
       })
       .catch(() => {
+        count('no answer')
         failures++
       })
       .finally(() => {
@@ -71,5 +78,6 @@ export async function runOpenLoop(
     p50Ms: percentile(50),
     p99Ms: percentile(99),
     failures,
+    statuses,
   }
 }

@@ -8,6 +8,17 @@
  *   hold-open    the same on a hot listing filled beforehand with --open-holds open holds (more every round)
  *   create1      1-item creates of another provider, a unique referenceId per request: the write path the holds
  *                are judged against
+ *   webhook-lag  the webhooks of holds (target: delivery lag p99 < 1 s at 500 holds/s, on both owners' endpoints).
+ *                One endpoint of the hot listings' provider and one of each marketplace, events reservation.*, each
+ *                to a receiver of its own in this process (webhook-receiver.ts: 127.0.0.1, port 0, 200 at once,
+ *                signature checked); 1-unit holds on a fresh hot listing at --hold-rate a second, open loop
+ *                (open-loop.ts), for --sustain seconds; then what is still owed awaited (at most --delivery-wait
+ *                seconds). Per kind of owner: arrivals against the holds answered 201 and the reservations held,
+ *                lag from the event's createdAt to arrival p50/p99/max; each reservation held must arrive exactly
+ *                once at the provider's endpoint and once at its marketplace's (missing, duplicates, strays, wrong
+ *                owner and bad signatures counted). The endpoints exist only during the scenario, after a warm-up at
+ *                the rate on the warm-up listing whose deliveries are awaited and left out, so the other scenarios
+ *                deliver nothing
  *   discover     5 km nearest-first pages of 20 around a city of --city-listings listings (city.ts), on two
  *                databases seeded alike: `none` holds nothing, `held` has 1 unit held on every 10th listing
  *
@@ -19,10 +30,14 @@
  *
  *   npm run bench:reservations
  *   npm run bench:reservations -- --duration 3 --rounds 1 --city-listings 20000 --open-holds 2000   (a quick look)
+ *   npm run bench:reservations -- --scenarios webhook-lag --sustain 5 --rounds 1                   (webhooks only)
  */
 import { loadavg } from 'node:os'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { openDatabase } from '../src/db/connection.js'
+import { ReservationEventTypes } from '../src/events/types.js'
 import { migrate } from '../src/db/migrate.js'
 import { MarketplaceRepository } from '../src/providers/marketplaces.js'
 import { ProviderRepository } from '../src/providers/repository.js'
@@ -33,9 +48,11 @@ import { describeBuild } from './builds.js'
 import { DIALECT_TITLES, freshDatabase, postgresAnswers, settle, type Dialect } from './databases.js'
 import { runEachOnce, type EachOnceResult } from './each-once.js'
 import { cleanUpOnSignals, fmt, listingBody, machine, ROOT, startService, writeResult, type RunningService } from './lib.js'
-import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
+import { loadTool, runLoad, UNIQUE, type CountedResult, type LoadResult, type RequestKind } from './load.js'
+import { runOpenLoop } from './open-loop.js'
 import { Rounds } from './rounds.js'
 import { seed } from './seed.js'
+import { addEndpoint, lagFigures, owed, RECEIVER_ENV, removeEndpoint, startReceiver, type Receiver } from './webhook-receiver.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -50,12 +67,17 @@ const { values: args } = parseArgs({
     'open-holds': { type: 'string', default: '20000' },
     /** Listings of the discovery city, each database. */
     'city-listings': { type: 'string', default: '100000' },
+    /** webhook-lag: holds per second, open loop, and for how many seconds. */
+    'hold-rate': { type: 'string', default: '500' },
+    sustain: { type: 'string', default: '20' },
+    /** webhook-lag: how long to wait, at most, for the deliveries still owed when the holds stop. */
+    'delivery-wait': { type: 'string', default: '120' },
     /** A subset of the scenarios, comma-separated. */
     scenarios: { type: 'string' },
   },
 })
 
-const ALL_SCENARIOS = ['hold-fresh', 'hold-open', 'create1', 'discover'] as const
+const ALL_SCENARIOS = ['hold-fresh', 'hold-open', 'create1', 'webhook-lag', 'discover'] as const
 type Scenario = (typeof ALL_SCENARIOS)[number]
 const chosen = args.scenarios?.split(',') ?? ALL_SCENARIOS
 for (const name of chosen) {
@@ -70,6 +92,11 @@ const CONNECTIONS = Number(args.connections)
 const MARKETPLACES = Number(args.marketplaces)
 const OPEN_HOLDS = Number(args['open-holds'])
 const CITY_LISTINGS = Number(args['city-listings'])
+const HOLD_RATE = Number(args['hold-rate'])
+const SUSTAIN_S = Number(args.sustain)
+const DELIVERY_WAIT_S = Number(args['delivery-wait'])
+/** The target of webhook-lag: delivery lag p99 below this, on the provider's endpoint and on the marketplaces'. */
+const LAG_TARGET_MS = 1000
 const WARMUP_S = 2
 const HOT_QUANTITY = 1_000_000
 /** Long enough that no hold runs out during a run. */
@@ -100,20 +127,29 @@ async function call<T>(service: RunningService, method: string, path: string, to
   return JSON.parse(text) as T
 }
 
-/** What a database is set up with before its service starts: its providers' and marketplaces' tokens. */
+/** What a database is set up with before its service starts: its providers' and marketplaces' tokens, and their ids. */
 interface Tokens {
   providers: string[]
   marketplaces: string[]
+  providerIds: string[]
+  marketplaceIds: string[]
 }
 
 async function makeClients(url: string, providers: string[], marketplaces: number): Promise<Tokens> {
   const database = openDatabase(url)
   try {
     await migrate(database)
-    const tokens: Tokens = { providers: [], marketplaces: [] }
-    for (const name of providers) tokens.providers.push((await new ProviderRepository(database).create({ name, industry: 'bakery' }, Date.now())).token.token)
-    for (let i = 0; i < marketplaces; i++)
-      tokens.marketplaces.push((await new MarketplaceRepository(database).create(`Bench marketplace ${i + 1}`, Date.now())).token)
+    const tokens: Tokens = { providers: [], marketplaces: [], providerIds: [], marketplaceIds: [] }
+    for (const name of providers) {
+      const provider = await new ProviderRepository(database).create({ name, industry: 'bakery' }, Date.now())
+      tokens.providers.push(provider.token.token)
+      tokens.providerIds.push(provider.id)
+    }
+    for (let i = 0; i < marketplaces; i++) {
+      const marketplace = await new MarketplaceRepository(database).create(`Bench marketplace ${i + 1}`, Date.now())
+      tokens.marketplaces.push(marketplace.token)
+      tokens.marketplaceIds.push(marketplace.id)
+    }
     return tokens
   } finally {
     await database.close()
@@ -121,7 +157,10 @@ async function makeClients(url: string, providers: string[], marketplaces: numbe
 }
 
 async function serve(url: string, token: string): Promise<RunningService> {
-  const service = await startService({ DATABASE_URL: url, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true', LISTING_TTL_TIMED_SECONDS: String(TTL_S) }, token)
+  const service = await startService(
+    { DATABASE_URL: url, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true', ...RECEIVER_ENV, LISTING_TTL_TIMED_SECONDS: String(TTL_S) },
+    token,
+  )
   cleanups.add(() => service.stop())
   return service
 }
@@ -152,6 +191,8 @@ interface HoldBench {
   /** Every hot listing made, in order: the warm-up one, the open one, a fresh one per round. */
   hot: Array<{ name: string; id: string }>
   fill?: { result: EachOnceResult; held: number }
+  /** Holds that webhook-lag's open loop sent and had no answer to (the request may have been done). */
+  unanswered: number
 }
 
 async function hotListing(bench: HoldBench, name: string, images: ImageServer): Promise<string> {
@@ -165,7 +206,7 @@ async function hotListing(bench: HoldBench, name: string, images: ImageServer): 
 }
 
 /** `19,997 × 201, 3 × 503`. */
-const answersOf = (result: EachOnceResult) =>
+const answersOf = (result: CountedResult) =>
   Object.entries(result.statuses)
     .map(([status, n]) => `${fmt(n)} × ${status}`)
     .join(', ')
@@ -177,7 +218,7 @@ async function prepareHolds(dialect: Dialect, images: ImageServer): Promise<Hold
   cleanups.add(() => fresh.drop())
   const tokens = await makeClients(fresh.url, ['Bench bakery', 'Bench creates'], MARKETPLACES)
   const [bakery, creates] = tokens.providers as [string, string]
-  const bench: HoldBench = { service: await serve(fresh.url, bakery), url: fresh.url, tokens, bakery, creates, hot: [] }
+  const bench: HoldBench = { service: await serve(fresh.url, bakery), url: fresh.url, tokens, bakery, creates, hot: [], unanswered: 0 }
   await hotListing(bench, 'warm-up', images)
   if (SCENARIOS.includes('hold-open')) {
     // Every fill request is sent once and its answer awaited: here held must equal the 201s exactly.
@@ -272,17 +313,28 @@ interface Accounting {
   ok: boolean
 }
 
-async function heldListed(bench: HoldBench, listingId: string): Promise<number> {
-  let count = 0
+interface Reservation {
+  id: string
+  marketplace: { id: string }
+  items: Array<{ quantity: number }>
+}
+
+/** The reservations held on a listing, as its provider lists them. */
+async function heldReservations(bench: HoldBench, listingId: string): Promise<Reservation[]> {
+  const reservations: Reservation[] = []
   let cursor: string | null = null
   do {
     const query: string = `/api/v1/reservations?status=held&listingId=${listingId}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
-    const page: { data: Array<{ items: Array<{ quantity: number }> }>; nextCursor: string | null } = await call(bench.service, 'GET', query, bench.bakery)
-    for (const reservation of page.data) count += reservation.items.reduce((sum, line) => sum + line.quantity, 0)
+    const page: { data: Reservation[]; nextCursor: string | null } = await call(bench.service, 'GET', query, bench.bakery)
+    reservations.push(...page.data)
     cursor = page.nextCursor
   } while (cursor !== null)
-  return count
+  return reservations
 }
+
+/** The units held on a listing by its held reservations listed. */
+const heldListed = async (bench: HoldBench, listingId: string) =>
+  (await heldReservations(bench, listingId)).reduce((sum, reservation) => sum + reservation.items.reduce((units, line) => units + line.quantity, 0), 0)
 
 /** Answers of POST /api/v1/reservations by status, as the service counted them. */
 async function holdAnswers(service: RunningService): Promise<Map<string, number>> {
@@ -316,19 +368,20 @@ async function account(bench: HoldBench, record: Rounds): Promise<Accounting> {
   const created = answers.get('201') ?? 0
   const others = [...answers].filter(([status]) => status !== '201')
   const holdRuns = ['hold-fresh', 'hold-open'].flatMap((key) => record.of(key))
-  const counted = holdRuns.reduce((sum, run) => sum + run.requests - run.failures, 0)
+  const counted = [...holdRuns, ...record.of('webhook-lag')].reduce((sum, run) => sum + run.requests - run.failures, 0)
   // A hold in flight when the load tool ends a run (warm-ups included) is committed, but its connection is gone before
-  // the 201 is finished, so no count has it: at most one per connection and run.
+  // the 201 is finished, so no count has it: at most one per connection and run. webhook-lag's open loop awaits every
+  // answer, but gives up on one after 5 s: the hold may have been made all the same.
   const cutOff = heldTotal - created
-  const bound = CONNECTIONS * 2 * holdRuns.length
+  const bound = CONNECTIONS * 2 * holdRuns.length + bench.unanswered
   const sumOk = others.length === 0 && cutOff >= 0 && cutOff <= bound
   ok &&= sumOk
   lines.push(
     '',
     `${mark(sumOk)} Held on every hot listing together: ${fmt(heldTotal)}. Holds answered 201 (the service's /metrics, fill and warm-ups included): ${fmt(created)}` +
       `${others.length > 0 ? `; other answers: ${others.map(([status, n]) => `${n} × ${status}`).join(', ')}` : '; no other answer'}. ` +
-      `The ${fmt(cutOff)} held beyond them were in flight when the load tool ended a run and closed its connections: committed, their 201 never finished (at most ${fmt(bound)}: ${CONNECTIONS} connections × ${2 * holdRuns.length} runs). ` +
-      `The load tool counted ${fmt(counted)} 201s in the measured runs.`,
+      `The ${fmt(cutOff)} held beyond them were in flight when the load tool ended a run and closed its connections: committed, their 201 never finished (at most ${fmt(bound)}: ${CONNECTIONS} connections × ${2 * holdRuns.length} runs${record.has('webhook-lag') ? `, and ${fmt(bench.unanswered)} holds of \`webhook-lag\` given up on without an answer` : ''}). ` +
+      `The load tools counted ${fmt(counted)} 201s in the measured runs.`,
   )
   if (bench.fill) {
     const { result, held } = bench.fill
@@ -342,10 +395,224 @@ async function account(bench: HoldBench, record: Rounds): Promise<Accounting> {
   return { lines, ok }
 }
 
+/** webhook-lag's two kinds of owner: the listing's provider (one endpoint), the marketplaces (one endpoint each). */
+const OWNER_KINDS = ['provider', 'marketplace'] as const
+type OwnerKind = (typeof OWNER_KINDS)[number]
+
+interface LagEndpoint {
+  kind: OwnerKind
+  /** The owner's token and id. */
+  token: string
+  ownerId: string
+  id: string
+  receiver: Receiver
+}
+
+/** One kind of owner's deliveries of a round's listing, against the reservations held on it. */
+interface DeliveryCheck {
+  endpoints: number
+  /** Arrivals at its endpoints, every one. */
+  arrivals: number
+  /** Reservations held on the listing that arrived at least once. */
+  delivered: number
+  /** Arrivals beyond a reservation's first: its event again (the same webhook-id), or another event of it. */
+  sameEventAgain: number
+  otherEvent: number
+  /** Reservations held on the listing that never arrived (ids). */
+  missing: string[]
+  /** Arrivals of a reservation not held on the listing, of another listing or of another type than reservation.held. */
+  strays: number
+  /** Arrivals at an endpoint of an owner other than the reservation's (its provider, its marketplace). */
+  wrongOwner: number
+  /** Arrivals without the Standard Webhooks headers, or whose signature does not verify with the endpoint's secret. */
+  unsigned: number
+  lagsMs: number[]
+}
+
+interface LagRound {
+  load: CountedResult
+  /** Reservations answered 201, and those of them not held on the listing afterwards. */
+  answered: number
+  answeredNotHeld: number
+  /** Reservations held on the listing after the round. */
+  held: number
+  owedAtEnd: number
+  drainS: number
+  /** Nothing owed to the round's endpoints within --delivery-wait. */
+  drained: boolean
+  checks: Record<OwnerKind, DeliveryCheck>
+}
+
+function checkDeliveries(kind: OwnerKind, endpoints: LagEndpoint[], listingId: string, reservations: Reservation[]): DeliveryCheck {
+  const held = new Map(reservations.map((reservation) => [reservation.id, reservation]))
+  /** Each reservation's webhook-ids, in the order they arrived. */
+  const arrived = new Map<string, string[]>()
+  const check: DeliveryCheck = {
+    endpoints: 0,
+    arrivals: 0,
+    delivered: 0,
+    sameEventAgain: 0,
+    otherEvent: 0,
+    missing: [],
+    strays: 0,
+    wrongOwner: 0,
+    unsigned: 0,
+    lagsMs: [],
+  }
+  for (const endpoint of endpoints.filter((e) => e.kind === kind)) {
+    check.endpoints++
+    check.unsigned += endpoint.receiver.unsigned
+    for (const arrival of endpoint.receiver.arrivals) {
+      check.arrivals++
+      check.lagsMs.push(arrival.lagMs)
+      const reservation = held.get(arrival.subject)
+      if (!reservation || arrival.listingId !== listingId || arrival.type !== 'reservation.held') {
+        check.strays++
+        continue
+      }
+      // The provider's endpoint gets its listings' reservations; a marketplace's, the reservations it made.
+      const owner = kind === 'provider' ? arrival.providerId : arrival.marketplaceId
+      if (owner !== endpoint.ownerId || arrival.marketplaceId !== reservation.marketplace.id) check.wrongOwner++
+      const ids = arrived.get(arrival.subject) ?? []
+      if (ids.includes(arrival.webhookId)) check.sameEventAgain++
+      else if (ids.length > 0) check.otherEvent++
+      arrived.set(arrival.subject, [...ids, arrival.webhookId])
+    }
+  }
+  check.delivered = arrived.size
+  check.missing = reservations.filter((reservation) => !arrived.has(reservation.id)).map((reservation) => reservation.id)
+  return check
+}
+
+const exactlyOnce = (check: DeliveryCheck) =>
+  check.missing.length === 0 && check.sameEventAgain + check.otherEvent + check.strays + check.wrongOwner + check.unsigned === 0
+
+/**
+ * A round of webhook-lag: one endpoint of the hot listings' provider and one of each marketplace (reservation.*),
+ * each to a receiver of its own; a warm-up at the rate on the warm-up listing, its deliveries awaited and forgotten;
+ * holds at the rate on a fresh hot listing; then every delivery owed awaited, at most --delivery-wait seconds. The
+ * endpoints are deleted afterwards, so the other scenarios deliver nothing.
+ */
+async function webhookLag(bench: HoldBench, round: number, images: ImageServer): Promise<LagRound> {
+  const { service, tokens } = bench
+  const owners = [
+    { kind: 'provider' as const, token: bench.bakery, ownerId: tokens.providerIds[0] as string },
+    ...tokens.marketplaces.map((token, i) => ({ kind: 'marketplace' as const, token, ownerId: tokens.marketplaceIds[i] as string })),
+  ]
+  const receivers: Receiver[] = []
+  const database = openDatabase(bench.url)
+  try {
+    const endpoints: LagEndpoint[] = []
+    for (const owner of owners) {
+      const receiver = await startReceiver()
+      receivers.push(receiver)
+      const { id, secret } = await addEndpoint(service.baseUrl, owner.token, receiver.url, ReservationEventTypes)
+      receiver.secret = secret
+      endpoints.push({ ...owner, id, receiver })
+    }
+    const ids = endpoints.map((endpoint) => endpoint.id)
+    const holds = (listingId: string, durationS: number, onAnswer?: (status: number, body: string) => void) =>
+      runOpenLoop(service.baseUrl, holdKinds(listingId, tokens.marketplaces), { connections: CONNECTIONS, durationS, rate: HOLD_RATE, onAnswer }).then(
+        (result) => {
+          bench.unanswered += result.statuses['no answer'] ?? 0
+          return result
+        },
+      )
+    /** Waits until nothing is owed to the endpoints, at most --delivery-wait seconds; whether nothing is. */
+    const drain = async () => {
+      const until = performance.now() + DELIVERY_WAIT_S * 1000
+      while ((await owed(database, ids)) > 0) {
+        if (performance.now() > until) return false
+        await sleep(100)
+      }
+      return true
+    }
+
+    await holds(bench.hot[0]?.id as string, WARMUP_S)
+    if (!(await drain())) throw new Error(`webhook-lag: the warm-up's deliveries still owed after ${DELIVERY_WAIT_S} s`)
+    for (const { receiver } of endpoints) {
+      receiver.arrivals.length = 0
+      receiver.unsigned = 0
+    }
+
+    const listingId = await hotListing(bench, `webhook-lag ${round + 1}`, images)
+    const answered = new Set<string>()
+    const load = await holds(listingId, SUSTAIN_S, (status, body) => {
+      if (status === 201) answered.add((JSON.parse(body) as { id: string }).id)
+    })
+    const owedAtEnd = await owed(database, ids)
+    const started = performance.now()
+    const drained = await drain()
+    const drainS = (performance.now() - started) / 1000
+    const reservations = await heldReservations(bench, listingId)
+    const heldIds = new Set(reservations.map((reservation) => reservation.id))
+    for (const endpoint of endpoints) await removeEndpoint(service.baseUrl, endpoint.token, endpoint.id)
+    return {
+      load,
+      answered: answered.size,
+      answeredNotHeld: [...answered].filter((id) => !heldIds.has(id)).length,
+      held: reservations.length,
+      owedAtEnd,
+      drainS,
+      drained,
+      checks: {
+        provider: checkDeliveries('provider', endpoints, listingId, reservations),
+        marketplace: checkDeliveries('marketplace', endpoints, listingId, reservations),
+      },
+    }
+  } finally {
+    for (const receiver of receivers) await receiver.close()
+    await database.close()
+  }
+}
+
+/** webhook-lag's table: a row per round and kind of owner. */
+function lagLines(rounds: LagRound[]): string[] {
+  const lines = [
+    `Each round: one endpoint of the hot listings' provider and one of each of the ${MARKETPLACES} marketplaces, events ${ReservationEventTypes.join(', ')}, each to a receiver of its own in the benchmark's process (node:http on 127.0.0.1, answering 200 at once, checking the Standard Webhooks headers and the signature with the endpoint's secret); ` +
+      `a ${WARMUP_S} s warm-up at the rate on the warm-up listing, its deliveries awaited and left out; then 1-unit holds on a fresh hot listing at ${fmt(HOLD_RATE)}/s, open loop (bench/open-loop.ts), for ${SUSTAIN_S} s, the marketplaces in turn; then every delivery owed awaited (at most ${DELIVERY_WAIT_S} s), and the endpoints deleted. ` +
+      `Lag: a delivery's arrival at its receiver minus its event's \`createdAt\`, every arrival counted. Each reservation held on the listing afterwards (its provider's list) must arrive exactly once at the provider's endpoint and once at its marketplace's.`,
+    '',
+    '| round | holds: sent, /s, answered | reservations held on the listing | owed when the holds stopped, drained in | owner | endpoints | arrivals | reservations delivered | again: same event / another event | missing | strays / wrong owner / unsigned | lag p50 / p99 / max | p99 < 1 s |',
+    '|---:|---|---:|---|---|---:|---:|---:|---|---:|---|---|:---:|',
+  ]
+  rounds.forEach((run, i) => {
+    for (const kind of OWNER_KINDS) {
+      const check = run.checks[kind]
+      const lag = lagFigures(check.lagsMs)
+      const missing =
+        check.missing.length === 0 ? '0' : `${fmt(check.missing.length)} (${check.missing.slice(0, 3).join(', ')}${check.missing.length > 3 ? ', …' : ''})`
+      lines.push(
+        `| ${i + 1} | ${fmt(run.load.requests)}, ${fmt(run.load.rps)}/s, ${answersOf(run.load)}${run.answeredNotHeld > 0 ? ` (${fmt(run.answeredNotHeld)} answered 201 not held)` : ''} | ${fmt(run.held)} | ${fmt(run.owedAtEnd)}, ${run.drained ? `${fmt(run.drainS, 1)} s` : `**still owed after ${DELIVERY_WAIT_S} s**`} | ${kind === 'provider' ? 'provider' : 'marketplaces'} | ${check.endpoints} | ${fmt(check.arrivals)} | ${fmt(check.delivered)} | ${check.sameEventAgain} / ${check.otherEvent} | ${missing} | ${check.strays} / ${check.wrongOwner} / ${check.unsigned} | ${fmt(lag.p50)} / ${fmt(lag.p99)} / ${fmt(lag.max)} ms | ${mark(lag.p99 < LAG_TARGET_MS)} |`,
+      )
+    }
+  })
+  return [...lines, '']
+}
+
+/** webhook-lag's targets: p99 on each kind of owner's endpoints (the worst round), and every delivery exactly once. */
+function lagVerdicts(rounds: LagRound[]): string[] {
+  if (rounds.length === 0) return []
+  const slowest = Math.min(...rounds.map((run) => run.load.rps))
+  const verdicts = OWNER_KINDS.map((kind) => {
+    const worst = Math.max(...rounds.map((run) => lagFigures(run.checks[kind].lagsMs).p99))
+    return `- ${mark(worst < LAG_TARGET_MS)} \`webhook-lag\` ${kind === 'provider' ? "the provider's endpoint" : "the marketplaces' endpoints"}: worst delivery lag p99 ${fmt(worst)} ms at ${fmt(HOLD_RATE)} holds/s asked, ${fmt(slowest)}/s sent in the slowest round (target < 1 s at 500 holds/s)`
+  })
+  const sum = (pick: (check: DeliveryCheck) => number) => rounds.reduce((n, run) => n + OWNER_KINDS.reduce((m, kind) => m + pick(run.checks[kind]), 0), 0)
+  const ok = rounds.every((run) => run.drained && run.answeredNotHeld === 0 && OWNER_KINDS.every((kind) => exactlyOnce(run.checks[kind])))
+  verdicts.push(
+    `- ${mark(ok)} \`webhook-lag\`: every reservation held delivered exactly once to its provider's endpoint and once to its marketplace's (${fmt(sum((check) => check.missing.length))} missing, ` +
+      `${fmt(sum((check) => check.sameEventAgain))} the same event again, ${fmt(sum((check) => check.otherEvent))} another event of a reservation, ${fmt(sum((check) => check.strays))} strays, ${fmt(sum((check) => check.wrongOwner))} to the wrong owner, ${fmt(sum((check) => check.unsigned))} unsigned; ` +
+      `${rounds.every((run) => run.drained) ? 'nothing left owed' : 'deliveries still owed at the end of the wait'})`,
+  )
+  return verdicts
+}
+
 const TITLES: Record<Scenario, string> = {
   'hold-fresh': 'hold 1 unit, a fresh hot listing each round (no hold open at its start)',
   'hold-open': `hold 1 unit, the hot listing with ${fmt(OPEN_HOLDS)} open holds before round 1`,
   create1: '1-item create, another provider, unique referenceId',
+  'webhook-lag': `hold 1 unit at ${fmt(HOLD_RATE)}/s open loop for ${SUSTAIN_S} s, a fresh hot listing each round, an endpoint of the provider and of each marketplace (deliveries below)`,
   discover: `discovery, 5 km nearest-first, limit ${PAGE_SIZE}, 16 points drawn per request`,
 }
 
@@ -353,6 +620,7 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
   if (dialect === 'postgres' && !(await postgresAnswers())) return undefined
   const record = new Rounds()
   const openAtStart: number[] = []
+  const lagRounds: LagRound[] = []
   const lines = [`## ${DIALECT_TITLES[dialect]}`, '']
   try {
     const holds = HOLD_SCENARIOS.length > 0 ? await prepareHolds(dialect, images) : undefined
@@ -379,6 +647,16 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
               body,
             }
             result = await measure(bench.service.baseUrl, [kind])
+          } else if (key === 'webhook-lag') {
+            const run = await webhookLag(bench, round, images)
+            lagRounds.push(run)
+            result = run.load
+            const lags = OWNER_KINDS.map(
+              (kind) => `${kind} p99 ${fmt(lagFigures(run.checks[kind].lagsMs).p99)} ms (${fmt(run.checks[kind].arrivals)} arrivals)`,
+            )
+            console.error(
+              `${dialect} round ${round + 1}: webhook-lag ${fmt(run.answered)} holds answered 201, ${fmt(run.held)} held; delivery lag ${lags.join(', ')}`,
+            )
           } else {
             const listingId =
               key === 'hold-open' ? (bench.hot.find((hot) => hot.name === 'open')?.id as string) : await hotListing(bench, `fresh ${round + 1}`, images)
@@ -398,7 +676,7 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
       const note = scenario === 'hold-open' ? ` (open holds at each start: ${openAtStart.map((n) => fmt(n)).join(', ')})` : ''
       lines.push(
         row(
-          `\`${scenario}\`: ${TITLES[scenario]}, ${CONNECTIONS} connections${scenario === 'create1' ? '' : `, ${MARKETPLACES} marketplaces`}`,
+          `\`${scenario}\`: ${TITLES[scenario]}, ${scenario === 'webhook-lag' ? 'at most ' : ''}${CONNECTIONS} connections${scenario === 'create1' ? '' : `, ${MARKETPLACES} marketplaces`}`,
           scenario,
           note,
         ),
@@ -436,11 +714,13 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
       const ratio = median('discover held') / median('discover none')
       verdicts.push(`- ${mark(ratio >= 0.9)} discovery with 10% of listings holding a reservation ÷ with none = ${fmt(ratio, 3)} (target ≥ 0.9)`)
     }
+    verdicts.push(...lagVerdicts(lagRounds))
     for (const key of [...measured]) if (record.failures(key) > 0) verdicts.push(`- ✗ \`${key}\`: ${record.failures(key)} failures`)
     if (holds) {
       const accounting = await account(holds, record)
       verdicts.push(`- ${mark(accounting.ok)} exact accounting after the run (below)`)
       lines.push('Targets (medians of the rounds):', '', ...verdicts, '', '### Accounting after the run', '', ...accounting.lines, '')
+      if (lagRounds.length > 0) lines.push('### Webhook deliveries of holds (`webhook-lag`)', '', ...lagLines(lagRounds))
     } else {
       lines.push('Targets (medians of the rounds):', '', ...verdicts, '')
     }
@@ -459,7 +739,7 @@ const sections: string[] = [
   `Build: ${describeBuild({ label: 'this build', root: ROOT })}.`,
   '',
   `Load: ${loadTool}, ${CONNECTIONS} connections, ${DURATION_S} s per measurement after a ${WARMUP_S} s warm-up (holds warm up on a listing of their own); ${ROUNDS} rounds, each every scenario, the order turning each round. ` +
-    `The service runs as \`npm start\` does (LOG_LEVEL=info, access log to a file, RATE_LIMIT_PER_MINUTE=0), listings living a day; holds are 1 unit of item 0 with holdSeconds ${HOLD_SECONDS}, by ${MARKETPLACES} marketplaces in turn, each request a new referenceId. ` +
+    `The service runs as \`npm start\` does (LOG_LEVEL=info, access log to a file, RATE_LIMIT_PER_MINUTE=0, WEBHOOK_ALLOW_PRIVATE_NETWORKS=true for the receivers of \`webhook-lag\`), listings living a day; holds are 1 unit of item 0 with holdSeconds ${HOLD_SECONDS}, by ${MARKETPLACES} marketplaces in turn, each request a new referenceId. ` +
     `The hot listings' database is filled through the API, then settled (PostgreSQL: VACUUM ANALYZE, as autovacuum would have by then) before the rounds.`,
   '',
 ]

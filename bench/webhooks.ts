@@ -13,7 +13,6 @@
  * On PostgreSQL the queue tables are VACUUM ANALYZEd between phases, as autovacuum (off on this machine) would.
  * The receiver runs in this process (a bare node:http server answering 200 at once).
  */
-import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -24,8 +23,9 @@ import { createTestDatabase } from '../test/helper.js'
 import { startImageServer } from '../test/image-server.js'
 import { refusingUrl } from '../test/webhook-receiver.js'
 import { loadTool, runLoad, UNIQUE, type LoadResult, type RequestKind } from './load.js'
-import { listingBody, machine, percentile, startService, writeResult } from './lib.js'
+import { listingBody, machine, startService, writeResult } from './lib.js'
 import { seed } from './seed.js'
+import { addEndpoint as register, lagFigures, owed, RECEIVER_ENV, removeEndpoint, startReceiver } from './webhook-receiver.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -46,36 +46,6 @@ const CONNECTIONS = 50
 /** Each comparison alternates its two sides this many times. */
 const ROUNDS = Number(args.rounds)
 
-interface Receiver {
-  url: string
-  arrivals: number
-  lagsMs: number[]
-  close(): void
-}
-
-async function startReceiver(): Promise<Receiver> {
-  const receiver = {
-    url: '',
-    arrivals: 0,
-    lagsMs: [] as number[],
-    close: () => server.close(),
-  }
-  const server = http.createServer({ keepAliveTimeout: 60_000 }, (request, response) => {
-    const chunks: Buffer[] = []
-    request.on('data', (chunk: Buffer) => chunks.push(chunk))
-    request.on('end', () => {
-      const arrived = Date.now()
-      receiver.arrivals++
-      const createdAt = /"createdAt":"([^"]+)"/.exec(Buffer.concat(chunks).toString('utf8'))?.[1]
-      if (createdAt) receiver.lagsMs.push(arrived - Date.parse(createdAt))
-      response.writeHead(200).end()
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
-  return receiver
-}
-
 /** A port that accepts connections and never answers: a receiver that hangs. */
 async function startBlackHole(): Promise<{ url: string; close: () => void }> {
   const sockets = new Set<net.Socket>()
@@ -93,19 +63,13 @@ async function startBlackHole(): Promise<{ url: string; close: () => void }> {
   }
 }
 
-const owed = async (database: Database, endpointId?: string) => {
-  const query = database.kysely.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n'))
-  const [row] = await (endpointId ? query.where('endpoint_id', '=', endpointId) : query).execute()
-  return row?.n ?? 0
-}
-
 /** Owes `count` deliveries of the provider's newest events to `endpointId`, due now: as if they had piled up. */
 async function pileUp(database: Database, endpointId: string, count: number): Promise<number> {
   const now = Date.now()
   await sql`insert into webhook_deliveries (id, endpoint_id, event_id, owner_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
     select ${endpointId} || ':' || e.id, ${endpointId}, e.id, e.owner_id, e.type, 0, ${now}, ${now}
     from (select id, owner_id, type from events order by created_at_ms desc limit ${count}) as e`.execute(database.kysely)
-  return owed(database, endpointId)
+  return owed(database, [endpointId])
 }
 
 async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
@@ -116,7 +80,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
   const images = await startImageServer()
   const receiver = await startReceiver()
   const service = await startService(
-    { DATABASE_URL: target.url, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_TIMEOUT_MS: '10000' },
+    { DATABASE_URL: target.url, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true', ...RECEIVER_ENV, WEBHOOK_TIMEOUT_MS: '10000' },
     seeded.token,
   )
   const auth = { authorization: `Bearer ${service.token}` }
@@ -129,11 +93,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
     body: JSON.stringify(listingBody(UNIQUE, images.url('/img/brand.png'), [undefined])),
   }
   const page1: RequestKind = { weight: 1, method: 'GET', path: '/api/v1/listing?page=1&limit=10', headers: auth }
-  const addEndpoint = async (url: string) => {
-    const response = await fetch(`${service.baseUrl}/api/v1/webhooks`, { method: 'POST', headers: json, body: JSON.stringify({ url }) })
-    if (response.status !== 201) throw new Error(`webhook create answered ${response.status}: ${await response.text()}`)
-    return ((await response.json()) as { id: string }).id
-  }
+  const addEndpoint = async (url: string) => (await register(service.baseUrl, service.token, url)).id
   const saturated = async (kind: RequestKind) => {
     await runLoad(service.baseUrl, [kind], { connections: CONNECTIONS, durationS: 2 })
     return runLoad(service.baseUrl, [kind], { connections: CONNECTIONS, durationS: DURATION_S })
@@ -150,8 +110,8 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
     if (dialect === 'postgres') await sql`vacuum analyze webhook_deliveries, webhook_attempts, webhook_endpoints, events`.execute(database.kysely)
   }
   const settle = async (endpointId: string, maxS: number) => {
-    for (let waited = 0; waited < maxS * 10 && (await owed(database, endpointId)) > 0; waited++) await sleep(100)
-    return owed(database, endpointId)
+    for (let waited = 0; waited < maxS * 10 && (await owed(database, [endpointId])) > 0; waited++) await sleep(100)
+    return owed(database, [endpointId])
   }
   const mean = (results: LoadResult[]) => results.reduce((sum, result) => sum + result.rps, 0) / results.length
   // A row of several rounds: their mean throughput, their worst p99, all their failures.
@@ -170,11 +130,11 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
     const behind: number[] = []
     let live = ''
     for (let round = 0; round < ROUNDS; round++) {
-      if (live) await fetch(`${service.baseUrl}/api/v1/webhooks/${live}`, { method: 'DELETE', headers: auth })
+      if (live) await removeEndpoint(service.baseUrl, service.token, live)
       bare.push(await saturated(create))
       live = await addEndpoint(receiver.url)
       withEndpoint.push(await saturated(create))
-      behind.push(await owed(database, live))
+      behind.push(await owed(database, [live]))
       const left = await settle(live, 120)
       if (left > 0) throw new Error(`${left} deliveries still owed 120 s after the creates stopped`)
     }
@@ -186,15 +146,16 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
     )
 
     await vacuum()
-    receiver.lagsMs.length = 0
+    receiver.arrivals.length = 0
     const sustained = await runLoad(service.baseUrl, [create], { connections: CONNECTIONS, durationS: SUSTAIN_S, rate: RATE })
-    const owedAtEnd = await owed(database, live)
+    const owedAtEnd = await owed(database, [live])
     await settle(live, 30)
-    const lags = receiver.lagsMs
+    const lags = receiver.arrivals.map((arrival) => arrival.lagMs)
+    const lag = lagFigures(lags)
     row(
       `create at ${RATE}/s for ${SUSTAIN_S} s, one endpoint`,
       sustained,
-      `delivery lag from commit to arrival p50 ${percentile(lags, 50)} ms, p99 ${percentile(lags, 99)} ms, max ${Math.max(...lags)} ms over ${lags.length} deliveries (target p99 < 1 s); ${owedAtEnd} owed when the load stopped`,
+      `delivery lag from commit to arrival p50 ${lag.p50} ms, p99 ${lag.p99} ms, max ${lag.max} ms over ${lags.length} deliveries (target p99 < 1 s); ${owedAtEnd} owed when the load stopped`,
     )
 
     await vacuum()
@@ -209,7 +170,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
       undefined,
       `${piled} owed at once to a second endpoint: ${Math.round((piled - left) / seconds)} deliveries/s (${piled - left} in ${seconds.toFixed(1)} s)`,
     )
-    second.close()
+    await second.close()
 
     await vacuum()
     for (const [name, url, close] of [
@@ -224,8 +185,8 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
         const dead = await addEndpoint(url)
         pending = await pileUp(database, dead, DEAD)
         during.push(await saturated(page1))
-        if ((await owed(database, dead)) !== pending) throw new Error('the dead endpoint was delivered to')
-        await fetch(`${service.baseUrl}/api/v1/webhooks/${dead}`, { method: 'DELETE', headers: auth })
+        if ((await owed(database, [dead])) !== pending) throw new Error('the dead endpoint was delivered to')
+        await removeEndpoint(service.baseUrl, service.token, dead)
       }
       row(`page 1, limit 10, nothing owed`, summary(before), `baseline of the next row; rounds: ${each(before)}`)
       row(
@@ -237,7 +198,7 @@ async function benchDialect(dialect: 'sqlite' | 'postgres'): Promise<string[]> {
     }
   } finally {
     await service.stop()
-    receiver.close()
+    await receiver.close()
     await images.close()
     await database.close()
     await target.drop()
