@@ -2,13 +2,13 @@ import type SQLite from 'better-sqlite3'
 import { createHash } from 'node:crypto'
 import { Kysely, PostgresDialect, type KyselyConfig, SqliteDialect, type PostgresPool, type PostgresPoolClient, type Transaction } from 'kysely'
 import pg from 'pg'
-import { isDatabaseUnavailable } from './dialect.js'
+import { isDatabaseUnavailable, onPostgres } from './dialect.js'
 import { queryOperation, type QueryOperation } from './query-operation.js'
 import { openSqliteConnection } from './sqlite-connection.js'
 import { withStatementCache } from './sqlite-statements.js'
 import { SqliteWriter } from './sqlite-writer.js'
 import type { Tables } from './tables.js'
-import type { Transact } from './write-transaction.js'
+import { isOneStatementOnPostgres, type Transact } from './write-transaction.js'
 
 export type DialectName = 'sqlite' | 'postgres'
 
@@ -206,11 +206,17 @@ function openReplica(url: string, options: OpenOptions, log: KyselyConfig['log']
   return new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(postgresPool(target.url, options), QUERY_TIMEOUT_MS) }), log })
 }
 
-/** `transact` on one Kysely: the pool's, or a connection's own (tests use the main SQLite connection's). */
+/**
+ * `transact` on one Kysely: the pool's, or a connection's own (tests use the main SQLite connection's). A write
+ * transaction of one statement on PostgreSQL runs without BEGIN and COMMIT (oneStatementOnPostgres).
+ */
 export const inTransaction =
   (db: Kysely<Tables>): Transact =>
   (fn, ...args) =>
-    db.transaction().execute((tx) => fn(tx, ...args))
+    isOneStatementOnPostgres(fn) && onPostgres(db)
+      ? // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- the pool as a transaction: the function sends its one statement and nothing else
+        fn(db as Tx, ...args)
+      : db.transaction().execute((tx) => fn(tx, ...args))
 
 export function openDatabase(url: string, options: OpenOptions = {}): Database {
   const target = parseDatabaseUrl(url)

@@ -8,3 +8,18 @@ export type WriteTransaction<A extends unknown[], R> = (tx: Tx, ...args: A) => P
 
 /** Runs a write transaction where the write lock lives (Database.transact). */
 export type Transact = <A extends unknown[], R>(fn: WriteTransaction<A, R>, ...args: A) => Promise<R>
+
+const ONE_STATEMENT = new WeakSet()
+
+/**
+ * Marks a write transaction that runs a single statement on PostgreSQL: there it runs on its own, committed as it
+ * ends, with no BEGIN and no COMMIT sent after it. The rows it locks are then held for that statement alone, never
+ * across a round trip to the service (and, behind PgBouncer, to the pooler) for the COMMIT. A single statement is
+ * atomic by itself, so nothing else changes. On SQLite it runs as any other (the writer thread, whole).
+ */
+export function oneStatementOnPostgres<A extends unknown[], R>(fn: WriteTransaction<A, R>): WriteTransaction<A, R> {
+  ONE_STATEMENT.add(fn)
+  return fn
+}
+
+export const isOneStatementOnPostgres = (fn: object): boolean => ONE_STATEMENT.has(fn)

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js'
 import type { Tx } from '../db/connection.js'
-import type { Transact } from '../db/write-transaction.js'
+import { oneStatementOnPostgres, type Transact } from '../db/write-transaction.js'
 import { isUniqueViolation, onPostgres } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import { sql } from 'kysely'
@@ -37,9 +37,13 @@ export interface StoredListing {
  *
  * Other creates of the provider wait for that row, so it is locked for as short a time as each database allows: on
  * SQLite the writer thread runs the transaction whole; on PostgreSQL it is one statement (createsTogether), whose ids,
- * sequences and event snapshots are made in SQL from the counter it bumps.
+ * sequences and event snapshots are made in SQL from the counter it bumps, committed on its own (oneStatementOnPostgres).
  */
-export async function insertListings(tx: Tx, providerId: string, creates: readonly ListingCreate[]): Promise<StoredListing[]> {
+export const insertListings = oneStatementOnPostgres(async function insertListings(
+  tx: Tx,
+  providerId: string,
+  creates: readonly ListingCreate[],
+): Promise<StoredListing[]> {
   const n = creates.length
   const nowMs = Math.max(...creates.map((create) => create.nowMs))
   if (onPostgres(tx)) {
@@ -83,7 +87,7 @@ export async function insertListings(tx: Tx, providerId: string, creates: readon
   )
   await insertEvents(tx, providerId, counter.event_count - n + 1, createdAtMs, events)
   return states.map((state) => ({ listingId: state.id, expiresAtUnix: state.expires_at_unix }))
-}
+})
 
 interface CounterParams extends Record<string, unknown> {
   providerId: string
