@@ -158,6 +158,12 @@ await describeEachDialect(
       const refused = assertProblem(await upload(service, provider.token, svg, 'image/png'), 415, 'unsupported-image-format')
       assert.deepEqual(refused.errors, [{ pointer: '', detail: 'content is image/svg+xml; accepted: jpg, png, gif, webp' }])
       assertProblem(await upload(service, provider.token, Buffer.alloc(0), 'image/png'), 415, 'unsupported-image-format')
+      // No body and no Content-Type at all: no body parser runs (found by fuzzing: it was a 500).
+      const bare = await fetch(new URL('/api/v1/images', service.baseUrl), { method: 'POST', headers: { authorization: `Bearer ${provider.token}` } })
+      const bareBody = (await bare.json()) as { type: string; errors: unknown }
+      assert.equal(bare.status, 415)
+      assert.equal(bareBody.type, '/problems/unsupported-media-type')
+      assert.deepEqual(bareBody.errors, [{ header: 'Content-Type', detail: 'must be one of image/jpeg, image/png, image/webp, image/gif' }])
     })
 
     test('a truncated or corrupt image is 400 invalid-request', async () => {

@@ -144,8 +144,9 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<UploadRoutesOptions> = asyn
     },
     async (request, reply) => {
       const provider = providerOf(request)
-      const { bytes, format } = request.body as { bytes?: Buffer; format: ImageFormat }
-      if (!bytes) throw mediaTypeProblem()
+      // No body and no Content-Type: no parser ran, so there is no body at all.
+      const { bytes, format } = (request.body ?? {}) as { bytes?: Buffer; format?: ImageFormat }
+      if (!bytes || !format) throw mediaTypeProblem()
       const uploadHash = Buffer.from(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>)).toString('hex')
       const nowMs = clock()
       const earlier = await uploads.reuse(provider.id, uploadHash, nowMs)
