@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import type { Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
-import { PreparedQuery } from '../db/prepared-query.js'
+import { perDialect, PreparedQuery } from '../db/prepared-query.js'
 import { prefixedId } from '../ids.js'
 import type { ListingState } from '../listings/listing-state.js'
 import { eventBit } from '../webhooks/event-mask.js'
@@ -53,21 +53,21 @@ export async function recordEvents(tx: Tx, owner: Owner, nowMs: number, events: 
     if (counted.length === 0) throw new Error(`${owner.kind} ${owner.id} does not exist`)
     return
   }
-  const [counter] = await (sqliteCounters[owner.kind] ??= sqliteCounter(tx, owner.kind)).executeIn(tx, { ownerId: owner.id, n: rows.length })
+  const [counter] = await sqliteCounter[owner.kind](tx).executeIn(tx, { ownerId: owner.id, n: rows.length })
   if (!counter) throw new Error(`${owner.kind} ${owner.id} does not exist`)
   await insertEvents(tx, owner.id, counter.base + 1, nowMs, rows)
 }
 
-/** SQLite's counter bump of recordEvents, per kind of owner: the seq before the events, as PostgreSQL's returns it. */
-const sqliteCounters: Partial<Record<Owner['kind'], PreparedQuery<{ ownerId: string; n: number }, { base: number }>>> = {}
-const sqliteCounter = (tx: Tx, kind: Owner['kind']) =>
-  new PreparedQuery<{ ownerId: string; n: number }, { base: number }>(tx, (db, param) =>
+/** SQLite's counter bump of recordEvents: the seq before the events, as PostgreSQL's returns it. */
+const counterBump = (kind: Owner['kind']) =>
+  perDialect<{ ownerId: string; n: number }, { base: number }>((db, param) =>
     db
       .updateTable(ownerTable[kind])
       .set((eb) => ({ event_count: eb('event_count', '+', param('n')) }))
       .where('id', '=', param('ownerId'))
       .returning((eb) => eb('event_count', '-', param('n')).as('base')),
   )
+const sqliteCounter = { provider: counterBump('provider'), marketplace: counterBump('marketplace') } satisfies Record<Owner['kind'], unknown>
 
 interface InsertParams extends Record<string, unknown> {
   ownerId: string
@@ -77,8 +77,21 @@ interface InsertParams extends Record<string, unknown> {
   rows: string
 }
 
-let insertedEvents: PreparedQuery<InsertParams, never> | undefined
-let insertedDeliveries: PreparedQuery<InsertParams, never> | undefined
+const insertedEvents = perDialect<InsertParams, never>(
+  (_db, param) => sql<never>`
+    insert into events (id, owner_id, seq, type, listing_id, created_at_ms, snapshot)
+    select r.value ->> 'id', ${param('ownerId')}, ${param('base')} + (r.value ->> 'ordinal'), r.value ->> 'type',
+      r.value ->> 'listing_id', ${param('nowMs')}, r.value ->> 'snapshot'
+    from json_each(${param('rows')}) as r`,
+)
+
+const insertedDeliveries = perDialect<InsertParams, never>(
+  (_db, param) => sql<never>`
+    insert into webhook_deliveries (id, endpoint_id, event_id, owner_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
+    select w.id || ':' || (r.value ->> 'id'), w.id, r.value ->> 'id', w.owner_id, r.value ->> 'type', 0, ${param('nowMs')}, ${param('nowMs')}
+    from json_each(${param('rows')}) as r
+      join webhook_endpoints w on w.owner_id = ${param('ownerId')} and w.status = 'enabled' and (w.event_mask & (r.value ->> 'bit')) <> 0`,
+)
 
 /**
  * The events' rows, seq from `firstSeq` on (the caller has bumped event_count), and the webhook deliveries each owes,
@@ -89,22 +102,8 @@ let insertedDeliveries: PreparedQuery<InsertParams, never> | undefined
  */
 export async function insertEvents(tx: Tx, ownerId: string, firstSeq: number, nowMs: number, rows: readonly EventRow[]): Promise<void> {
   const params: InsertParams = { ownerId, base: firstSeq - 1, nowMs, rows: deliveryRowsJson(rows) }
-  await (insertedEvents ??= new PreparedQuery<InsertParams, never>(
-    tx,
-    (_db, param) => sql<never>`
-      insert into events (id, owner_id, seq, type, listing_id, created_at_ms, snapshot)
-      select r.value ->> 'id', ${param('ownerId')}, ${param('base')} + (r.value ->> 'ordinal'), r.value ->> 'type',
-        r.value ->> 'listing_id', ${param('nowMs')}, r.value ->> 'snapshot'
-      from json_each(${param('rows')}) as r`,
-  )).executeIn(tx, params)
-  await (insertedDeliveries ??= new PreparedQuery<InsertParams, never>(
-    tx,
-    (_db, param) => sql<never>`
-      insert into webhook_deliveries (id, endpoint_id, event_id, owner_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
-      select w.id || ':' || (r.value ->> 'id'), w.id, r.value ->> 'id', w.owner_id, r.value ->> 'type', 0, ${param('nowMs')}, ${param('nowMs')}
-      from json_each(${param('rows')}) as r
-        join webhook_endpoints w on w.owner_id = ${param('ownerId')} and w.status = 'enabled' and (w.event_mask & (r.value ->> 'bit')) <> 0`,
-  )).executeIn(tx, params)
+  await insertedEvents(tx).executeIn(tx, params)
+  await insertedDeliveries(tx).executeIn(tx, params)
 }
 
 /** The rows as one JSON parameter (the statement's text stays the same whatever their number), with each type's bit. */

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js'
 import type { Tx } from '../db/connection.js'
 import { oneStatementOnPostgres, type Transact } from '../db/write-transaction.js'
 import { isUniqueViolation, onPostgres } from '../db/dialect.js'
-import { PreparedQuery } from '../db/prepared-query.js'
+import { perDialect, PreparedQuery } from '../db/prepared-query.js'
 import { sql } from 'kysely'
 import { Problem } from '../errors.js'
 import { eventRows, insertEvents, listingEvent } from '../events/record.js'
@@ -51,7 +51,7 @@ export const insertListings = oneStatementOnPostgres(async function insertListin
     if (rows.length !== n) throw new Error(`provider ${providerId} does not exist`)
     return rows.map((row) => ({ listingId: row.id, expiresAtUnix: row.expires_at_unix }))
   }
-  const [counter] = await (sqliteCounter ??= sqliteCounterQuery(tx)).executeIn(tx, { providerId, n, nowMs, lastTickIfNew: n - 1 })
+  const [counter] = await sqliteCounter(tx).executeIn(tx, { providerId, n, nowMs, lastTickIfNew: n - 1 })
   if (!counter) throw new Error(`provider ${providerId} does not exist`)
   const createdAtMs = counter.last_created_ms
   const firstTick = counter.last_created_tick - n + 1
@@ -97,11 +97,9 @@ interface CounterParams extends Record<string, unknown> {
   lastTickIfNew: number
 }
 
-let sqliteCounter: ReturnType<typeof sqliteCounterQuery> | undefined
-
 /** SQLite's bump of the provider's counters for `n` creates at `nowMs` (compiled once: the writer thread runs every write). */
-const sqliteCounterQuery = (tx: Tx) =>
-  new PreparedQuery<CounterParams, { listing_count: number; event_count: number; last_created_ms: number; last_created_tick: number }>(tx, (db, param) =>
+const sqliteCounter = perDialect<CounterParams, { listing_count: number; event_count: number; last_created_ms: number; last_created_tick: number }>(
+  (db, param) =>
     db
       .updateTable('providers')
       .set((eb) => ({
@@ -118,7 +116,7 @@ const sqliteCounterQuery = (tx: Tx) =>
       }))
       .where('id', '=', param('providerId'))
       .returning(['listing_count', 'event_count', 'last_created_ms', 'last_created_tick']),
-  )
+)
 
 /** A create as createsTogether reads it: the row's columns from the request, and what the statement needs besides. */
 interface CreateRecord extends ListingColumns {
