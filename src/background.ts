@@ -23,8 +23,8 @@ export interface BackgroundDependencies {
   clock: Clock
   logger: FastifyBaseLogger
   metrics: Metrics
-  /** Whether the API is busy: webhook deliveries then give way. */
-  busy: () => boolean
+  /** Requests in flight on the API, on average lately: webhook deliveries give way to them. */
+  inFlight: () => number
   config: Pick<
     Config,
     | 'EVENT_RETENTION_DAYS'
@@ -41,7 +41,7 @@ export interface BackgroundDependencies {
 const DAY_MS = 24 * 3600 * 1000
 
 /** Safe on every instance at once: the jobs take their rows with SKIP LOCKED or a lease. */
-export function startBackgroundJobs({ db, clock, logger, metrics, busy, config }: BackgroundDependencies): BackgroundJobs {
+export function startBackgroundJobs({ db, clock, logger, metrics, inFlight, config }: BackgroundDependencies): BackgroundJobs {
   const onError = (job: string) => (error: unknown) => {
     // Requests report an outage too; the job tries again at its next turn.
     if (isDatabaseUnavailable(error)) logger.warn({ err: error, job }, 'background job: database unavailable')
@@ -91,7 +91,7 @@ export function startBackgroundJobs({ db, clock, logger, metrics, busy, config }
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     retryDelaysMs: retryDelaysMs(config),
     observer: metrics.webhookAttempts,
-    busy,
+    inFlight,
     sender: new WebhookSender({
       policy: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS ? anyAddress : publicAddressesOnly,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,

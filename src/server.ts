@@ -160,7 +160,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   if (config.METRICS_PORT !== undefined) metricsPort = await metricsListener(metrics, config.METRICS_PORT, config.HOST)
   const pressure = new RequestPressure()
   pressure.watch(app.server)
-  jobs = startBackgroundJobs({ db: jobDatabase(database), clock: systemClock, logger, metrics, busy: () => pressure.busy(), config })
+  jobs = startBackgroundJobs({ db: jobDatabase(database), clock: systemClock, logger, metrics, inFlight: () => pressure.average(), config })
   // Printed once listening, so the example command names the real port (PORT=0 picks a free one).
   if (demo) printDemoToken(demo, address)
   // The last start-up line: everything above it is done.

@@ -23,38 +23,40 @@ test('busy while requests wait in numbers, averaged over the window; calm again 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
   let now = 1_000
-  const pressure = new RequestPressure(4, 100, () => now)
+  const pressure = new RequestPressure(100, () => now)
   pressure.watch(server)
+  // The threshold is the reader's (the webhook worker's 8); 4 here.
+  const busy = () => pressure.average() >= 4
   try {
     now += 120
-    assert.equal(pressure.busy(), false, 'nothing in flight')
+    assert.equal(busy(), false, 'nothing in flight')
 
     // 3 in flight for a whole window: below 4 on average.
     const three = Array.from({ length: 3 }, () => fetch(url).then((r) => r.text()))
     await untilHeld(3)
     now += 120
-    assert.equal(pressure.busy(), false, '3 in flight')
+    assert.equal(busy(), false, '3 in flight')
 
     // 6 in flight for a whole window: busy. Asked again within the window, the verdict stands.
     const more = Array.from({ length: 3 }, () => fetch(url).then((r) => r.text()))
     await untilHeld(6)
-    assert.equal(pressure.busy(), false, 'within the window, the last verdict stands')
+    assert.equal(busy(), false, 'within the window, the last verdict stands')
     now += 120
-    assert.equal(pressure.busy(), true, '6 in flight')
+    assert.equal(busy(), true, '6 in flight')
     now += 99
-    assert.equal(pressure.busy(), true)
+    assert.equal(busy(), true)
 
     // 6 in flight for half a window, then none: 3 on average.
     now += 1
-    pressure.busy()
+    busy()
     now += 50
     for (const answer of held.splice(0)) answer()
     assert.deepEqual(await Promise.all([...three, ...more]), Array(6).fill('ok'))
     await Promise.all(closed)
     now += 50
-    assert.equal(pressure.busy(), false, '6 for half the window, then none')
+    assert.equal(busy(), false, '6 for half the window, then none')
     now += 120
-    assert.equal(pressure.busy(), false, 'all answered')
+    assert.equal(busy(), false, 'all answered')
   } finally {
     server.closeAllConnections()
     server.close()

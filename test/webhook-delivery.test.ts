@@ -35,7 +35,7 @@ function startWorker(
   service: TestService,
   policy: AddressPolicy = anyAddress,
   retryDelaysMs = SCHEDULE_MS,
-  options: { busy?: () => boolean; pollMs?: number } = {},
+  options: { inFlight?: () => number; pollMs?: number } = {},
 ): DeliveryWorker {
   const worker = new DeliveryWorker({
     db: jobDatabase(service.database),
@@ -112,13 +112,13 @@ async function stillAt(receiver: Receiver, count: number): Promise<void> {
 await describeEachDialect(
   'webhook delivery',
   (service) => {
-    test('while the API is busy, deliveries give way (12 a poll, one claim per poll); at full speed once it eases', async () => {
+    test('while the API is busy (8 requests in flight), deliveries give way (12 a poll, one claim per poll); at full speed once it eases', async () => {
       const { token } = await service.newProvider()
       const hooks = await receiver()
       await endpoint(service, token, hooks.url)
       for (let i = 0; i < 30; i++) await createListing(service, token)
       let busy = true
-      startWorker(service, anyAddress, SCHEDULE_MS, { busy: () => busy, pollMs: 400 })
+      startWorker(service, anyAddress, SCHEDULE_MS, { inFlight: () => (busy ? 8 : 7), pollMs: 400 })
       await hooks.waitFor((deliveries) => deliveries.length === 12)
       // Each attempt's end would claim again at full speed; busy, only the next poll does, 400 ms on. What is
       // tested is that timing, so here real time passes: well within the poll, and nothing more arrives.
@@ -127,6 +127,45 @@ await describeEachDialect(
       await hooks.waitFor((deliveries) => deliveries.length === 24)
       busy = false
       await hooks.waitFor((deliveries) => deliveries.length === 30)
+    })
+
+    test('busy, deliveries still keep up: once a first attempt has waited past 250 ms, the worker claims at full speed', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver()
+      await endpoint(service, token, hooks.url)
+      for (let i = 0; i < 30; i++) await createListing(service, token)
+      service.clock.now += 251
+      // One poll, then none for a minute: only claiming on while behind delivers all 30.
+      startWorker(service, anyAddress, SCHEDULE_MS, { inFlight: () => 31, pollMs: 60_000 })
+      await hooks.waitFor((deliveries) => deliveries.length === 30)
+    })
+
+    test('saturated (32 requests in flight), deliveries give way however late they are', async () => {
+      const { token } = await service.newProvider()
+      const hooks = await receiver()
+      await endpoint(service, token, hooks.url)
+      for (let i = 0; i < 30; i++) await createListing(service, token)
+      service.clock.now += 60_000
+      let saturated = true
+      const claimedWhileSaturated: number[] = []
+      const listener = (found: number) => {
+        if (saturated) claimedWhileSaturated.push(found)
+      }
+      claimListeners.add(listener)
+      try {
+        startWorker(service, anyAddress, SCHEDULE_MS, { inFlight: () => (saturated ? 32 : 31), pollMs: 100 })
+        await hooks.waitFor((deliveries) => deliveries.length >= 24)
+        saturated = false
+        await hooks.waitFor((deliveries) => deliveries.length === 30)
+      } finally {
+        claimListeners.delete(listener)
+      }
+      // Behind by a minute, and still 12 a claim: keeping up would claim the other 18 at once.
+      assert.ok(claimedWhileSaturated.length >= 2)
+      assert.ok(
+        claimedWhileSaturated.every((found) => found <= 12),
+        String(claimedWhileSaturated),
+      )
     })
 
     test('every event goes, signed, to each enabled endpoint subscribed to its type; the body is the feed’s event', async () => {

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js'
 /**
  * How busy the API is, for background work that gives way to it: requests in flight, averaged over time, which climbs
  * once clients wait. Not CPU: the webhook worker's own sends would raise that and throttle it while nothing else runs.
+ * What counts as busy is the reader's rule (webhooks/worker.ts).
  */
 export class RequestPressure {
   #inFlight = 0
@@ -11,12 +12,10 @@ export class RequestPressure {
   #area = 0
   #at: number
   #sampledAt: number
-  #busy = false
+  #average = 0
 
   constructor(
-    /** Average requests in flight from which the API counts as busy. */
-    private readonly threshold = 8,
-    /** A verdict stands this long: shorter windows say little about load. */
+    /** An average stands this long: shorter windows say little about load. */
     private readonly windowMs = 100,
     /** Monotonic by default: a wall-clock step cannot skew a window. */
     private readonly clock: Clock = () => performance.now(),
@@ -33,15 +32,15 @@ export class RequestPressure {
     })
   }
 
-  /** Whether the average in flight over the last window reached the threshold. */
-  busy(): boolean {
+  /** Requests in flight on average over the last whole window. */
+  average(): number {
     const now = this.clock()
-    if (now - this.#sampledAt < this.windowMs) return this.#busy
+    if (now - this.#sampledAt < this.windowMs) return this.#average
     this.#change(0)
-    this.#busy = this.#area / (now - this.#sampledAt) >= this.threshold
+    this.#average = this.#area / (now - this.#sampledAt)
     this.#area = 0
     this.#sampledAt = now
-    return this.#busy
+    return this.#average
   }
 
   #change(by: number): void {

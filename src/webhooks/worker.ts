@@ -23,8 +23,8 @@ export interface DeliveryWorkerOptions {
   /** [0, 1): the jitter of retries (tests pin it). */
   random?: () => number
   observer?: AttemptObserver
-  /** Whether the API is busy: deliveries then slow down to BUSY_CLAIM a poll. */
-  busy?: () => boolean
+  /** Requests in flight on the API, on average lately (http/request-pressure.ts): deliveries give way to them. */
+  inFlight?: () => number
   /** How many deliveries each claim took: tests wait on it to see that nothing more is due. */
   onClaim?: (taken: number) => void
 }
@@ -46,7 +46,7 @@ const CLAIM_BATCH = 100
 const MAX_IN_FLIGHT = 128
 
 /** Attempts in flight to one endpoint in this process at most. */
-const PER_ENDPOINT = 32
+const PER_ENDPOINT = 64
 
 /** How long stop() lets attempts in flight finish before cutting them off, within the drain's grace. */
 const DRAIN_GRACE_MS = 6000
@@ -61,10 +61,24 @@ const REST_AFTER_FAILURE_MS = 200
 const CLAIM_COALESCE_MS = 10
 
 /**
- * While the API is busy, a claim takes at most this many deliveries and only the poll claims: requests come first,
- * as full-speed delivery takes throughput from them. Deliveries never stop, and catch up once the load eases.
+ * While deliveries give way, a claim takes at most this many and only the poll claims: requests come first, as
+ * full-speed delivery takes throughput from them. Deliveries never stop, and catch up once the load eases.
  */
 const BUSY_CLAIM = 12
+
+/**
+ * From this many requests in flight on average the API is busy: deliveries give way as long as they keep up, that is
+ * until a claim finds a first attempt more than GIVE_WAY_LAG_MS past its due time; then they go at full speed until
+ * a claim finds none. Retries are left out: a failing endpoint's backlog is old by nature, sent one at a time anyway.
+ */
+const BUSY_IN_FLIGHT = 8
+const GIVE_WAY_LAG_MS = 250
+
+/**
+ * From this many the API is saturated (clients queue for it): deliveries give way however late they fall, since
+ * keeping up would take a third of its throughput.
+ */
+const SATURATED_IN_FLIGHT = 32
 
 /** Every instance runs one. Due times live in the database, not in timers, so nothing is lost across restarts. */
 export class DeliveryWorker {
@@ -81,6 +95,8 @@ export class DeliveryWorker {
   #stopping = false
   /** The last claim left due deliveries behind. */
   #backlogged = false
+  /** The last claim found a first attempt waiting more than GIVE_WAY_LAG_MS: no giving way until one does not. */
+  #lagging = false
   #claimSoon?: NodeJS.Timeout
 
   constructor(options: DeliveryWorkerOptions) {
@@ -88,7 +104,7 @@ export class DeliveryWorker {
       pollMs: 250,
       random: Math.random,
       observer: NO_OBSERVER,
-      busy: () => false,
+      inFlight: () => 0,
       onClaim: () => {},
       ...options,
     }
@@ -130,10 +146,9 @@ export class DeliveryWorker {
   }
 
   async #claimAndStart(): Promise<void> {
-    const { db, clock, timeoutMs, busy } = this.#options
+    const { db, clock, timeoutMs } = this.#options
     while (!this.#stopping) {
-      const giveWay = busy()
-      const limit = Math.min(MAX_IN_FLIGHT - this.#inFlight.size, giveWay ? BUSY_CLAIM : CLAIM_BATCH)
+      const limit = Math.min(MAX_IN_FLIGHT - this.#inFlight.size, this.#givingWay() ? BUSY_CLAIM : CLAIM_BATCH)
       if (limit <= 0) return // the next poll, or an attempt ending while backlogged, starts the next turn
       const nowMs = clock()
       const now = performance.now()
@@ -149,32 +164,51 @@ export class DeliveryWorker {
       this.#options.onClaim(deliveries.length)
       for (const delivery of deliveries) this.#start(delivery)
       this.#backlogged = more
+      this.#lagging = deliveries.some((delivery) => delivery.attempts === 0 && nowMs - delivery.next_attempt_at_ms > GIVE_WAY_LAG_MS)
       // What is left is for endpoints at their share: their attempts ending will call the next claim. While the
-      // API is busy, the next poll claims again.
-      if (giveWay || !more || deliveries.length < limit) return
+      // API is busy and deliveries keep up, the next poll claims again.
+      if (this.#givingWay() || !more || deliveries.length < limit) return
     }
   }
 
   #start(delivery: ClaimedDelivery): void {
     const endpointId = delivery.endpoint_id
     this.#running.set(endpointId, (this.#running.get(endpointId) ?? 0) + 1)
-    const attempt: Promise<void> = this.#attempt(delivery)
+    // The endpoint's slot is free once its answer is in, not once the outcome is recorded: recording waits on the
+    // database, and while it is busy that wait would cap one endpoint's deliveries at PER_ENDPOINT a transaction.
+    let answered = false
+    const answer = () => {
+      if (answered) return
+      answered = true
+      const left = (this.#running.get(endpointId) ?? 1) - 1
+      if (left === 0) this.#running.delete(endpointId)
+      else this.#running.set(endpointId, left)
+      this.#claimAgainIfBacklogged()
+    }
+    const attempt: Promise<void> = this.#attempt(delivery, answer)
       .catch((error: unknown) => this.#options.logger.warn({ err: error, endpointId }, 'webhook attempt could not be recorded'))
       .finally(() => {
         this.#inFlight.delete(attempt)
-        const left = (this.#running.get(endpointId) ?? 1) - 1
-        if (left === 0) this.#running.delete(endpointId)
-        else this.#running.set(endpointId, left)
-        if (this.#backlogged && !this.#stopping && !this.#options.busy())
-          this.#claimSoon ??= setTimeout(() => {
-            this.#claimSoon = undefined
-            this.#periodic.wake()
-          }, CLAIM_COALESCE_MS)
+        answer()
+        this.#claimAgainIfBacklogged()
       })
     this.#inFlight.add(attempt)
   }
 
-  async #attempt(delivery: ClaimedDelivery): Promise<void> {
+  #givingWay(): boolean {
+    const inFlight = this.#options.inFlight()
+    return inFlight >= SATURATED_IN_FLIGHT || (inFlight >= BUSY_IN_FLIGHT && !this.#lagging)
+  }
+
+  #claimAgainIfBacklogged(): void {
+    if (this.#backlogged && !this.#stopping && !this.#givingWay())
+      this.#claimSoon ??= setTimeout(() => {
+        this.#claimSoon = undefined
+        this.#periodic.wake()
+      }, CLAIM_COALESCE_MS)
+  }
+
+  async #attempt(delivery: ClaimedDelivery, answered: () => void): Promise<void> {
     const { clock, sender, retryDelaysMs, random, logger, observer } = this.#options
     const body = JSON.stringify(eventOf(delivery, delivery.industry))
     const atMs = clock()
@@ -190,7 +224,10 @@ export class DeliveryWorker {
     }
     const cancel = new AbortController()
     this.#cancels.add(cancel)
-    const result = await sender.send(delivery.url, headers, body, cancel.signal).finally(() => this.#cancels.delete(cancel))
+    const result = await sender.send(delivery.url, headers, body, cancel.signal).finally(() => {
+      this.#cancels.delete(cancel)
+      answered()
+    })
     if (result.cancelled) return
     observer.attempted(result.succeeded, result.durationMs / 1000)
     if (delivery.attempts === 0) observer.firstAttemptLag(Math.max(0, atMs - delivery.created_at_ms) / 1000)
