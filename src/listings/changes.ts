@@ -1,15 +1,14 @@
 import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
-import { perDialect } from '../db/prepared-query.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
 import { listingEvent, recordEvents } from '../events/record.js'
 import { toThousandths, type ItemColumns } from './columns.js'
-import { effective, stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
+import { effective, stateFromRow, STATE_COLUMN_NAMES, unknownPositions, type ListingState } from './listing-state.js'
 import type { PatchListingInput } from './schemas.js'
 import { preconditionFails, type IfMatch } from '../http/conditional.js'
-import { releaseOnWithdraw, settledHolds, writeStock } from '../reservations/transactions.js'
+import { lockStocked, releaseOnWithdraw, settled, writeStock } from '../reservations/transactions.js'
 import { belowHeld } from '../reservations/stock.js'
 
 /*
@@ -59,15 +58,6 @@ export function patchBodyProblems(patch: PatchListingInput): ProblemDetail[] {
   return problems
 }
 
-/** Positions that name no item of this listing; positions given twice were refused with the body. */
-function positionErrors(patch: PatchListingInput, itemCount: number): ProblemDetail[] {
-  return (patch.items ?? []).flatMap((change, k) =>
-    change.position < itemCount
-      ? []
-      : [{ pointer: `/items/${k}/position`, detail: `no item has this position: the listing has ${itemCount} (positions 0 to ${itemCount - 1})` }],
-  )
-}
-
 /** The listing with `patch` applied, or null when every value given is already the current one. */
 export function applyPatch(state: ListingState, patch: PatchListingInput): ListingState | null {
   let changed = false
@@ -104,7 +94,7 @@ export function decidePatch(state: ListingState | undefined, { ifMatch, nowMs, p
   const { status, version } = effective(state, nowMs)
   if (preconditionFails(ifMatch, version)) return { kind: 'precondition-failed', version }
   if (status === 'expired' || status === 'withdrawn') return { kind: 'closed', status }
-  const errors = positionErrors(patch, state.items.length)
+  const errors = unknownPositions(patch.items ?? [], state.items.length)
   if (errors.length > 0) return { kind: 'invalid', errors }
   const patched = applyPatch(state, patch)
   if (!patched) return { kind: 'done', listing: state, changed: false }
@@ -128,33 +118,15 @@ export function expiredState(state: ListingState): ListingState {
 
 // ---- The transactions ----
 
-const lockedListingQuery = perDialect<{ providerId: string; listingId: string }, StateRow & { held_record: string | null; holds_expire_ms: number | null }>(
-  (db, param, dialect) =>
-    db
-      .selectFrom('listings')
-      .select([...STATE_COLUMN_NAMES, 'held_record', 'holds_expire_ms'])
-      .where('id', '=', param('listingId'))
-      .where('provider_id', '=', param('providerId'))
-      .$if(dialect === 'postgres', (qb) => qb.forUpdate()),
-)
-
-/** The caller's own listing, locked until the transaction ends, with its holds; another provider's is as unknown as none. */
-async function lockedListing(tx: Tx, { providerId, listingId }: ChangeArgs) {
-  const [row] = await lockedListingQuery(tx).executeIn(tx, { providerId, listingId })
-  if (!row) return undefined
-  const { held_record, holds_expire_ms, ...state } = row
-  return { state: stateFromRow(state), heldRecord: held_record, holdsExpireMs: holds_expire_ms }
-}
-
 /**
  * A write transaction (database.transact). Units held by reservations stay: a quantity below its item's held units
  * is refused (409), after every other check.
  */
 export async function patchListing(tx: Tx, args: PatchArgs): Promise<ChangeOutcome> {
-  const locked = await lockedListing(tx, args)
+  const locked = await lockStocked(tx, args.listingId, args.providerId)
   const outcome = decidePatch(locked?.state, args)
   if (outcome.kind !== 'done' || !locked) return outcome
-  const stocked = await settledHolds(tx, locked.state, locked.heldRecord, locked.holdsExpireMs, args.nowMs)
+  const stocked = await settled(tx, locked, args.nowMs)
   const below = belowHeld(args.patch.items ?? [], stocked.held)
   if (below.length > 0 || !outcome.changed) {
     if (stocked.settledNow) await writeStock(tx, stocked, false)
@@ -167,7 +139,7 @@ export async function patchListing(tx: Tx, args: PatchArgs): Promise<ChangeOutco
 
 /** A write transaction (database.transact). The reservations held now are released with it. */
 export async function withdrawListing(tx: Tx, args: ChangeArgs): Promise<ChangeOutcome> {
-  const locked = await lockedListing(tx, args)
+  const locked = await lockStocked(tx, args.listingId, args.providerId)
   const outcome = decideWithdraw(locked?.state, args)
   if (outcome.kind !== 'done' || !outcome.changed || !locked) return outcome
   const next = outcome.listing
@@ -178,7 +150,8 @@ export async function withdrawListing(tx: Tx, args: ChangeArgs): Promise<ChangeO
     .where('id', '=', next.id)
     .execute()
   const withdrawn = listingEvent('listing.withdrawn', next)
-  if (locked.heldRecord !== null) await releaseOnWithdraw(tx, next, args.nowMs, [withdrawn])
+  // The held columns are null together when no hold is counted.
+  if (locked.holdsExpireMs !== null) await releaseOnWithdraw(tx, next, args.nowMs, [withdrawn])
   else await recordEvents(tx, providerOwner(next.provider_id), args.nowMs, [withdrawn])
   return outcome
 }

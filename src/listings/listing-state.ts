@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely'
+import type { ProblemDetail } from '../errors.js'
 import type { ListingsTable } from '../db/tables.js'
 import type { ItemColumns, ListingRecord } from './columns.js'
 import type { ListingStatuses } from './schemas.js'
@@ -57,6 +58,15 @@ export function newListingState(record: ListingRecord, stored: { id: string; cre
 /** Whether every item is gone: kept in listings.sold_out for pages and discovery, which read no items. */
 export function isSoldOut(items: readonly Pick<ItemColumns, 'quantity'>[]): boolean {
   return items.every((item) => item.quantity === 0)
+}
+
+/** Entries (of a PATCH or a hold, by their index) whose position names no item; positions given twice are refused with the body. */
+export function unknownPositions(entries: ReadonlyArray<{ position: number }>, itemCount: number): ProblemDetail[] {
+  return entries.flatMap(({ position }, k) =>
+    position < itemCount
+      ? []
+      : [{ pointer: `/items/${k}/position`, detail: `no item has this position: the listing has ${itemCount} (positions 0 to ${itemCount - 1})` }],
+  )
 }
 
 /** What decides a status: `withdrawn` wins over `expired`, which wins over `sold_out`, which wins over `active`. */

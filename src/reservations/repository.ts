@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely'
 import type { Tables } from '../db/tables.js'
 import type { CursorKey } from '../discovery/cursor.js'
-import { effective, stateFromRow, STATE_COLUMN_NAMES } from '../listings/listing-state.js'
+import { effective } from '../listings/listing-state.js'
 import type { Principal } from '../providers/repository.js'
 import { linesOf, reservationView, type ReservationRow } from './reservation.js'
 import type { ReservationStatus, ReservationView, StockView } from './schemas.js'
-import { availableOf, heldIsExact, storedHeld, withLines } from './stock.js'
-import { reservationQuery } from './transactions.js'
+import { availableOf, heldIsExact, withLines } from './stock.js'
+import { reservationQuery, STOCKED_COLUMNS, stockedOf } from './transactions.js'
 
 /**
  * Reservations and stock as read, always on the primary: a marketplace acts on what it just did, and a hold that
@@ -64,17 +64,16 @@ export class ReservationRepository {
   async stock(principal: Principal, listingId: string, nowMs: number): Promise<StockView | undefined> {
     const row = await this.db
       .selectFrom('listings')
-      .select([...STATE_COLUMN_NAMES, 'held_record', 'holds_expire_ms'])
+      .select(STOCKED_COLUMNS)
       .where('id', '=', listingId)
       .$if(principal.kind === 'provider', (qb) => qb.where('provider_id', '=', principal.kind === 'provider' ? principal.provider.id : ''))
       .executeTakeFirst()
     if (!row) return undefined
-    const { held_record, holds_expire_ms, ...stored } = row
-    const state = stateFromRow(stored)
+    const { state, held: asStored, holdsExpireMs } = stockedOf(row)
     const { status, version } = effective(state, nowMs)
     if (principal.kind === 'marketplace' && status !== 'active') return undefined
-    let held = storedHeld(held_record, state.items.length)
-    if (!heldIsExact(holds_expire_ms, nowMs)) {
+    let held = asStored
+    if (!heldIsExact(holdsExpireMs, nowMs)) {
       // Past the first counted expiry the stored sum holds run-out holds, which a writer may take out meanwhile: the
       // holds still running, summed, are exact whatever it did (a while after an expiry, until the sweeper comes).
       const running = await this.db

@@ -1,7 +1,7 @@
-import type { Kysely } from 'kysely'
+import type { Kysely, Selectable } from 'kysely'
 import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
-import type { Tables } from '../db/tables.js'
+import type { ListingsTable, Tables } from '../db/tables.js'
 import { commitWithoutFlush, onPostgres } from '../db/dialect.js'
 import { perDialect } from '../db/prepared-query.js'
 import type { ProblemDetail } from '../errors.js'
@@ -10,7 +10,7 @@ import { listingEvent, recordEvents, type NewEvent } from '../events/record.js'
 import type { ReservationEventType } from '../events/types.js'
 import { prefixedId } from '../ids.js'
 import { preconditionFails, type IfMatch } from '../http/conditional.js'
-import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, type ListingState } from '../listings/listing-state.js'
+import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, unknownPositions, type ListingState } from '../listings/listing-state.js'
 import { effectiveReservation, linesOf, reservationView, type ReservationRow, type ReservedLine } from './reservation.js'
 import type { ReservationView } from './schemas.js'
 import { availableOf, heldColumns, heldIsExact, shortLines, storedHeld, withLines, type Line } from './stock.js'
@@ -21,32 +21,47 @@ import { availableOf, heldColumns, heldIsExact, shortLines, storedHeld, withLine
  * that hold them change together, or not at all. Locks are taken in one order: listing, provider, marketplaces.
  */
 
-/** A listing locked for a change of its stock: as stored, and its holds as they are now (runOut taken out). */
+/** A listing and its holds: as stored, or settled (those run out at an instant taken out). */
 export interface Stocked {
   state: ListingState
   held: number[]
   holdsExpireMs: number | null
 }
 
-async function lockStocked(tx: Tx, listingId: string, providerId?: string): Promise<Stocked | undefined> {
-  const row = await tx
-    .selectFrom('listings')
-    .select([...STATE_COLUMN_NAMES, 'held_record', 'holds_expire_ms'])
-    .where('id', '=', listingId)
-    .$if(providerId !== undefined, (qb) => qb.where('provider_id', '=', providerId as string))
-    .$if(onPostgres(tx), (qb) => qb.forUpdate())
-    .executeTakeFirst()
-  if (!row) return undefined
-  const { held_record, holds_expire_ms, ...state } = row
-  const listing = stateFromRow(state)
-  return { state: listing, held: storedHeld(held_record, listing.items.length), holdsExpireMs: holds_expire_ms }
+/** The listing row's columns a Stocked is read from (stockedOf). */
+export const STOCKED_COLUMNS = [...STATE_COLUMN_NAMES, 'held_record', 'holds_expire_ms'] as const
+
+type StockedRow = Pick<Selectable<ListingsTable>, (typeof STOCKED_COLUMNS)[number]>
+
+export function stockedOf({ held_record, holds_expire_ms, ...row }: StockedRow): Stocked {
+  const state = stateFromRow(row)
+  return { state, held: storedHeld(held_record, state.items.length), holdsExpireMs: holds_expire_ms }
+}
+
+/** The listing locked, by its id alone or as the provider's own; compiled once each (the writer thread runs every write). */
+const lockQuery = (ofProvider: boolean) =>
+  perDialect<{ listingId: string; providerId?: string }, StockedRow>((db, param, dialect) =>
+    db
+      .selectFrom('listings')
+      .select(STOCKED_COLUMNS)
+      .where('id', '=', param('listingId'))
+      .$if(ofProvider, (qb) => qb.where('provider_id', '=', param('providerId') as string))
+      .$if(dialect === 'postgres', (qb) => qb.forUpdate()),
+  )
+const lockById = lockQuery(false)
+const lockOwn = lockQuery(true)
+
+/** The listing locked until the transaction ends; with `providerId`, another provider's is as unknown as none. */
+export async function lockStocked(tx: Tx, listingId: string, providerId?: string): Promise<Stocked | undefined> {
+  const [row] = await (providerId === undefined ? lockById : lockOwn)(tx).executeIn(tx, { listingId, providerId })
+  return row && stockedOf(row)
 }
 
 /**
  * The locked listing's holds with those run out at nowMs taken out of the sum (and no longer counted): statements
  * only when one has run out since the last write. The listing row itself is written by the caller.
  */
-async function settled(tx: Tx, stocked: Stocked, nowMs: number): Promise<Stocked & { settledNow: boolean }> {
+export async function settled(tx: Tx, stocked: Stocked, nowMs: number): Promise<Stocked & { settledNow: boolean }> {
   if (heldIsExact(stocked.holdsExpireMs, nowMs)) return { ...stocked, settledNow: false }
   const { provider_id, id } = stocked.state
   const runOut = await tx
@@ -123,7 +138,7 @@ const changeQuery = perDialect<ChangeParams, never>((db, param) =>
 )
 
 /** Writes the listing's held columns, and with `state` its change (version, items) as well. */
-async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked, changed: boolean): Promise<void> {
+export async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked, changed: boolean): Promise<void> {
   const columns = heldColumns(
     state.items.map((item) => item.quantity),
     held,
@@ -176,20 +191,55 @@ export function reservationQuery(db: Kysely<Tables>) {
     .select([...RESERVATION_COLUMNS, 'm.name as marketplace_name'])
 }
 
+/** A reservation's change, as its events tell it. */
+interface Change {
+  type: ReservationEventType
+  view: ReservationView
+}
+
 /** One reservation event to the listing's provider and one to the marketplace, provider first (the lock order). */
-async function recordReservationEvents(
-  tx: Tx,
-  nowMs: number,
-  changes: ReadonlyArray<{ type: ReservationEventType; view: ReservationView }>,
-  listingEvents: NewEvent[] = [],
-) {
+async function recordReservationEvents(tx: Tx, nowMs: number, changes: readonly Change[], listingEvents: NewEvent[] = []) {
   if (changes.length === 0 && listingEvents.length === 0) return
   const providerId = changes[0]?.view.providerId ?? (listingEvents[0]?.snapshot as ListingState).provider_id
-  const events = (list: typeof changes) => list.map(({ type, view }) => ({ type, listingId: view.listingId, snapshot: view }))
+  const events = (list: readonly Change[]) => list.map(({ type, view }) => ({ type, listingId: view.listingId, snapshot: view }))
   await recordEvents(tx, providerOwner(providerId), nowMs, [...listingEvents, ...events(changes)])
-  const byMarketplace = new Map<string, typeof changes>()
+  const byMarketplace = new Map<string, Change[]>()
   for (const change of changes) byMarketplace.set(change.view.marketplace.id, [...(byMarketplace.get(change.view.marketplace.id) ?? []), change])
   for (const id of [...byMarketplace.keys()].sort()) await recordEvents(tx, { kind: 'marketplace', id }, nowMs, events(byMarketplace.get(id) ?? []))
+}
+
+const eventOfStatus = {
+  confirmed: 'reservation.confirmed',
+  released: 'reservation.released',
+  cancelled: 'reservation.cancelled',
+  expired: 'reservation.expired',
+} as const
+
+/**
+ * Ends reservations of one provider, read under their listing's lock: `status` (and `ended_by`), version + 1, no
+ * longer counted, changed at `updated_at_ms` (absent: each at its own expiry). Returns their changes.
+ */
+async function writeEnded(
+  tx: Tx,
+  rows: readonly ReservationRow[],
+  end: { status: keyof typeof eventOfStatus; ended_by?: ReservationRow['ended_by']; updated_at_ms?: number },
+  nowMs: number,
+): Promise<Change[]> {
+  if (rows.length === 0) return []
+  await tx
+    .updateTable('reservations')
+    .set((eb) => ({ ...end, version: eb('version', '+', 1), updated_at_ms: end.updated_at_ms ?? eb.ref('expires_at_ms'), counted: 0 }))
+    .where('provider_id', '=', (rows[0] as ReservationRow).provider_id)
+    .where(
+      'id',
+      'in',
+      rows.map((row) => row.id),
+    )
+    .execute()
+  return rows.map((row) => {
+    const ended: ReservationRow = { ...row, ...end, version: row.version + 1, updated_at_ms: end.updated_at_ms ?? row.expires_at_ms, counted: 0 }
+    return { type: eventOfStatus[end.status], view: reservationView(ended, nowMs) }
+  })
 }
 
 // ---- Make them ----
@@ -257,16 +307,7 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
     const { state } = stocked
     const { status } = effective(state, hold.nowMs)
     if (status !== 'active') return (outcomes[index] = { kind: 'closed', status })
-    const errors = hold.lines.flatMap(({ position }, k) =>
-      position < state.items.length
-        ? []
-        : [
-            {
-              pointer: `/items/${k}/position`,
-              detail: `no item has this position: the listing has ${state.items.length} (positions 0 to ${state.items.length - 1})`,
-            },
-          ],
-    )
+    const errors = unknownPositions(hold.lines, state.items.length)
     if (errors.length > 0) return (outcomes[index] = { kind: 'invalid', errors })
     const quantities = state.items.map((item) => item.quantity)
     const short = shortLines(hold.lines, availableOf(quantities, held, true))
@@ -393,13 +434,6 @@ export function decideEnd(action: Action, status: string, actor: EndArgs['actor'
   }
 }
 
-const eventOfStatus = {
-  confirmed: 'reservation.confirmed',
-  released: 'reservation.released',
-  cancelled: 'reservation.cancelled',
-  expired: 'reservation.expired',
-} as const
-
 /**
  * A write transaction: confirm, release or cancel, for the marketplace that made it or (cancel) the listing's
  * provider. Concurrent ones of one reservation take turns on its listing's lock: one wins, the others see its result.
@@ -432,9 +466,8 @@ export async function endReservation(tx: Tx, args: EndArgs): Promise<EndOutcome>
   const lines = linesOf(row)
   const stocked = await settled(tx, locked, args.nowMs)
   let { state } = stocked
-  let held = stocked.held
+  const held = status === 'held' ? withLines(stocked.held, lines, -1) : stocked.held
   const listingEvents: NewEvent[] = []
-  if (status === 'held') held = withLines(held, lines, -1)
   const listingStatus = effective(state, args.nowMs).status
   const quantityChange = decision.to === 'confirmed' ? -1 : decision.to === 'cancelled' && (listingStatus === 'active' || listingStatus === 'sold_out') ? 1 : 0
   if (quantityChange !== 0) {
@@ -446,28 +479,13 @@ export async function endReservation(tx: Tx, args: EndArgs): Promise<EndOutcome>
     state = { ...state, items, version: state.version + 1, updated_at_ms: Math.max(args.nowMs, state.updated_at_ms) }
     listingEvents.push(listingEvent('listing.updated', state))
   }
-  const holdsExpireMs = held.every((units) => units === 0) ? null : stocked.holdsExpireMs
-  if (status === 'held' || quantityChange !== 0 || stocked.settledNow) await writeStock(tx, { state, held, holdsExpireMs }, quantityChange !== 0)
-  const next: ReservationRow = { ...row, status: decision.to, version: row.version + 1, updated_at_ms: args.nowMs, ended_by: decision.endedBy, counted: 0 }
-  await tx
-    .updateTable('reservations')
-    .set({ status: next.status, version: next.version, updated_at_ms: next.updated_at_ms, ended_by: next.ended_by, counted: 0 })
-    .where('provider_id', '=', row.provider_id)
-    .where('id', '=', row.id)
-    .execute()
-  const view = reservationView(next, args.nowMs)
-  await recordReservationEvents(tx, args.nowMs, [{ type: eventOfStatus[decision.to], view }], listingEvents)
-  return { kind: 'done', reservation: view }
+  if (status === 'held' || quantityChange !== 0 || stocked.settledNow) await writeStock(tx, { ...stocked, state, held }, quantityChange !== 0)
+  const changes = await writeEnded(tx, [row], { status: decision.to, ended_by: decision.endedBy, updated_at_ms: args.nowMs }, args.nowMs)
+  await recordReservationEvents(tx, args.nowMs, changes, listingEvents)
+  return { kind: 'done', reservation: (changes[0] as Change).view }
 }
 
 // ---- What changes of the listing do to its holds ----
-
-/** A locked listing's holds now, for PATCH (which may not go below them): see lockStocked. */
-export async function settledHolds(tx: Tx, state: ListingState, heldRecord: string | null, holdsExpireMs: number | null, nowMs: number) {
-  return settled(tx, { state, held: storedHeld(heldRecord, state.items.length), holdsExpireMs }, nowMs)
-}
-
-export { writeStock }
 
 /**
  * On withdrawal, in its transaction: every reservation held now becomes `released` by `listing_withdrawn`, each with
@@ -482,26 +500,7 @@ export async function releaseOnWithdraw(tx: Tx, withdrawn: ListingState, nowMs: 
     .orderBy('r.created_at_ms')
     .orderBy('r.id')
     .execute()
-  const released = rows.map((row): ReservationRow => ({
-    ...row,
-    status: 'released',
-    version: row.version + 1,
-    updated_at_ms: nowMs,
-    ended_by: 'listing_withdrawn',
-    counted: 0,
-  }))
-  if (released.length > 0) {
-    await tx
-      .updateTable('reservations')
-      .set((eb) => ({ status: 'released', version: eb('version', '+', 1), updated_at_ms: nowMs, ended_by: 'listing_withdrawn', counted: 0 }))
-      .where('provider_id', '=', withdrawn.provider_id)
-      .where(
-        'id',
-        'in',
-        released.map((row) => row.id),
-      )
-      .execute()
-  }
+  const released = await writeEnded(tx, rows, { status: 'released', ended_by: 'listing_withdrawn', updated_at_ms: nowMs }, nowMs)
   await tx
     .updateTable('reservations')
     .set({ counted: 0 })
@@ -509,18 +508,8 @@ export async function releaseOnWithdraw(tx: Tx, withdrawn: ListingState, nowMs: 
     .where('listing_id', '=', withdrawn.id)
     .where('counted', '=', 1)
     .execute()
-  await tx
-    .updateTable('listings')
-    .set({ held_record: null, holds_expire_ms: null, full_until_ms: null })
-    .where('provider_id', '=', withdrawn.provider_id)
-    .where('id', '=', withdrawn.id)
-    .execute()
-  await recordReservationEvents(
-    tx,
-    nowMs,
-    released.map((row) => ({ type: 'reservation.released' as const, view: reservationView(row, nowMs) })),
-    listingEvents,
-  )
+  await writeStock(tx, { state: withdrawn, held: [], holdsExpireMs: null }, false)
+  await recordReservationEvents(tx, nowMs, released, listingEvents)
 }
 
 // ---- Expiries ----
@@ -532,8 +521,7 @@ export async function releaseOnWithdraw(tx: Tx, withdrawn: ListingState, nowMs: 
  */
 export async function recordHoldExpiries(tx: Tx, providerId: string, ids: readonly string[], nowMs: number): Promise<number> {
   const due = await tx.selectFrom('reservations').select(['listing_id']).distinct().where('provider_id', '=', providerId).where('id', 'in', ids).execute()
-  let recorded = 0
-  const changes: Array<{ type: 'reservation.expired'; view: ReservationView }> = []
+  const changes: Change[] = []
   for (const listingId of due.map((row) => row.listing_id).sort()) {
     const locked = await lockStocked(tx, listingId, providerId)
     if (!locked) continue
@@ -548,25 +536,10 @@ export async function recordHoldExpiries(tx: Tx, providerId: string, ids: readon
       .orderBy('r.expires_at_ms')
       .orderBy('r.id')
       .execute()
-    if (rows.length === 0) continue
-    await tx
-      .updateTable('reservations')
-      .set((eb) => ({ status: 'expired', version: eb('version', '+', 1), updated_at_ms: eb.ref('expires_at_ms'), counted: 0 }))
-      .where('provider_id', '=', providerId)
-      .where(
-        'id',
-        'in',
-        rows.map((row) => row.id),
-      )
-      .execute()
-    for (const row of rows) {
-      const expired: ReservationRow = { ...row, status: 'expired', version: row.version + 1, updated_at_ms: row.expires_at_ms, counted: 0 }
-      changes.push({ type: 'reservation.expired', view: reservationView(expired, nowMs) })
-    }
-    recorded += rows.length
+    changes.push(...(await writeEnded(tx, rows, { status: 'expired' }, nowMs)))
   }
   await recordReservationEvents(tx, nowMs, changes)
-  return recorded
+  return changes.length
 }
 
 /**
