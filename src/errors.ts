@@ -222,6 +222,16 @@ export function invalidRequest(errors: ProblemDetail[]): Problem {
   return new Problem('invalid-request', detail, { errors })
 }
 
+/** A 404 naming the path parameter that names nothing the caller may see. */
+export function notFoundParameter(parameter: string, detail: string): Problem {
+  return new Problem('not-found', detail, { errors: [{ parameter, detail }] })
+}
+
+/** A 412: `If-Match` names another version than the current one, which goes back as the ETag. */
+export function preconditionFailed(version: number): Problem {
+  return new Problem('precondition-failed', `If-Match does not name the current version "${version}"`, { headers: { etag: `"${version}"` } })
+}
+
 /** Errors Fastify raises before our code runs, as problem types. */
 function fromFastifyError(error: FastifyError): Problem | undefined {
   switch (error.code) {

@@ -1,4 +1,4 @@
-import { invalidRequest, Problem, PROBLEM_CONTENT_TYPE, problemTypes, type ProblemType } from '../errors.js'
+import { invalidRequest, notFoundParameter, Problem, PROBLEM_CONTENT_TYPE, problemTypes, type ProblemType } from '../errors.js'
 
 /**
  * The error responses of the OpenAPI document, from each route's `x-problems`. Document only, never the routes'
@@ -12,6 +12,9 @@ declare module 'fastify' {
   }
 }
 
+/** The last `x-problems` of a route that reads a JSON body: one too large or not JSON, then the server's own. */
+export const BODY_PROBLEMS = ['payload-too-large', 'unsupported-media-type', 'internal', 'unavailable'] as const satisfies readonly ProblemType[]
+
 /** The document's example of each type, made by the same Problem class the error handler sends. */
 const problemExamples: Record<ProblemType, Problem> = {
   'invalid-request': invalidRequest([
@@ -23,9 +26,7 @@ const problemExamples: Record<ProblemType, Problem> = {
   }),
   unauthorized: new Problem('unauthorized', 'the token is unknown or has been revoked'),
   forbidden: new Problem('forbidden', 'this route is for providers; the token is a marketplace’s'),
-  'not-found': new Problem('not-found', 'no listing of yours has this id', {
-    errors: [{ parameter: 'listingId', detail: 'no listing of yours has this id' }],
-  }),
+  'not-found': notFoundParameter('listingId', 'no listing of yours has this id'),
   'request-timeout': new Problem('request-timeout', 'the request was not received in time; the connection is closed'),
   'request-headers-too-large': new Problem('request-headers-too-large', 'the request headers are too large'),
   'method-not-allowed': new Problem('method-not-allowed', 'GET is not a method of /api/v1/listing/create; it has POST'),

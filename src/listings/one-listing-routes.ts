@@ -3,9 +3,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { TSchema } from 'typebox'
 import type { Clock } from '../clock.js'
 import type { Transact } from '../db/write-transaction.js'
-import { invalidRequest, Problem } from '../errors.js'
+import { invalidRequest, notFoundParameter, preconditionFailed, Problem } from '../errors.js'
 import { ifMatchOf, notModified } from '../http/conditional.js'
 import { jsonResponse, listingEtagHeader, notModifiedResponse } from '../http/openapi.js'
+import { BODY_PROBLEMS } from '../http/problem-responses.js'
 import { UNSTORABLE } from '../http/schema-vocabulary.js'
 import { LISTING_ID } from '../ids.js'
 import { providerOf } from '../providers/authenticate.js'
@@ -22,10 +23,7 @@ export interface OneListingRoutesOptions {
   clock: Clock
 }
 
-const notFound = (parameter: 'listingId' | 'referenceId') =>
-  new Problem('not-found', `no listing of yours has this ${parameter}`, {
-    errors: [{ parameter, detail: `no listing of yours has this ${parameter}` }],
-  })
+const notFound = (parameter: 'listingId' | 'referenceId') => notFoundParameter(parameter, `no listing of yours has this ${parameter}`)
 
 function sendListing(reply: FastifyReply, state: ListingState, provider: Provider, nowMs: number) {
   const view = listingView(state, provider.industry, nowMs)
@@ -37,9 +35,7 @@ function answer(reply: FastifyReply, outcome: ChangeOutcome, provider: Provider,
     case 'not-found':
       throw notFound('listingId')
     case 'precondition-failed':
-      throw new Problem('precondition-failed', `If-Match does not name the current version "${outcome.version}"`, {
-        headers: { etag: `"${outcome.version}"` },
-      })
+      throw preconditionFailed(outcome.version)
     case 'closed':
       throw new Problem('listing-closed', `the listing is ${outcome.status}: it can no longer change`)
     case 'invalid':
@@ -149,17 +145,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
         headers: IfMatchHeaders,
         body: PatchListingBody,
         response: { 200: listingResponse('The listing after the change (or unchanged), with its new ETag.') },
-        'x-problems': [
-          'invalid-request',
-          'not-found',
-          'listing-closed',
-          'insufficient-stock',
-          'precondition-failed',
-          'payload-too-large',
-          'unsupported-media-type',
-          'internal',
-          'unavailable',
-        ],
+        'x-problems': ['invalid-request', 'not-found', 'listing-closed', 'insufficient-stock', 'precondition-failed', ...BODY_PROBLEMS],
       },
     },
     async (request, reply) => {
@@ -185,16 +171,7 @@ export const oneListingRoutes: FastifyPluginAsyncTypebox<OneListingRoutesOptions
         headers: IfMatchHeaders,
         response: { 200: listingResponse('The withdrawn listing, with its ETag.') },
         // No body is wanted, but one is read like any other: over the limit, or not JSON, it is refused as such.
-        'x-problems': [
-          'invalid-request',
-          'not-found',
-          'listing-closed',
-          'precondition-failed',
-          'payload-too-large',
-          'unsupported-media-type',
-          'internal',
-          'unavailable',
-        ],
+        'x-problems': ['invalid-request', 'not-found', 'listing-closed', 'precondition-failed', ...BODY_PROBLEMS],
       },
     },
     async (request, reply) => {

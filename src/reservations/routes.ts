@@ -4,9 +4,10 @@ import { createHash } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { Transact } from '../db/write-transaction.js'
 import type { CursorCodec } from '../discovery/cursor.js'
-import { invalidRequest, Problem, type ProblemDetail } from '../errors.js'
+import { invalidRequest, notFoundParameter, preconditionFailed, Problem, type ProblemDetail } from '../errors.js'
 import { ifMatchOf } from '../http/conditional.js'
 import { jsonResponse } from '../http/openapi.js'
+import { BODY_PROBLEMS } from '../http/problem-responses.js'
 import { defaultsFilled } from '../http/validation.js'
 import { ownerOf } from '../events/owner.js'
 import { LISTING_ID } from '../ids.js'
@@ -40,8 +41,7 @@ export interface ReservationRoutesOptions {
 
 const RESERVATION_ID = /^rsv_[0-9A-HJKMNP-TV-Z]{26}$/
 
-const notFound = () =>
-  new Problem('not-found', 'no reservation of yours has this id', { errors: [{ parameter: 'reservationId', detail: 'no reservation of yours has this id' }] })
+const notFound = () => notFoundParameter('reservationId', 'no reservation of yours has this id')
 
 const etagHeader = { ETag: { type: 'string', description: 'The reservation’s version in quotes: what `If-Match` names.', examples: ['"1"'] } }
 const reservationResponse = (description: string) => jsonResponse(description, ReservationView, { reservation: exampleReservation }, etagHeader)
@@ -87,9 +87,7 @@ function answerEnd(reply: FastifyReply, outcome: EndOutcome, action: Action) {
     case 'not-found':
       throw notFound()
     case 'precondition-failed':
-      throw new Problem('precondition-failed', `If-Match does not name the current version "${outcome.version}"`, {
-        headers: { etag: reservationEtag(outcome.version) },
-      })
+      throw preconditionFailed(outcome.version)
     case 'expired':
       throw new Problem('reservation-expired', 'the hold ran out before it was confirmed: its units are free again')
     case 'closed':
@@ -126,17 +124,7 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
           201: reservationResponse('Held: the reservation, its URL in Location.'),
           200: reservationResponse('A replay of the same referenceId and body: the reservation as it is now.'),
         },
-        'x-problems': [
-          'invalid-request',
-          'not-found',
-          'conflict',
-          'listing-closed',
-          'insufficient-stock',
-          'payload-too-large',
-          'unsupported-media-type',
-          'internal',
-          'unavailable',
-        ],
+        'x-problems': ['invalid-request', 'not-found', 'conflict', 'listing-closed', 'insufficient-stock', ...BODY_PROBLEMS],
       },
     },
     async (request, reply) => {
@@ -243,16 +231,7 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
           headers: ReservationIfMatchHeaders,
           response: { 200: reservationResponse('The reservation after the change (or as it was, when nothing changes).') },
           // No body is wanted, but one is read like any other: over the limit, or not JSON, it is refused as such.
-          'x-problems': [
-            'invalid-request',
-            'not-found',
-            ...problems,
-            'precondition-failed',
-            'payload-too-large',
-            'unsupported-media-type',
-            'internal',
-            'unavailable',
-          ],
+          'x-problems': ['invalid-request', 'not-found', ...problems, 'precondition-failed', ...BODY_PROBLEMS],
         },
       },
       async (request, reply) => {
@@ -319,10 +298,7 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
     async (request, reply) => {
       const { listingId } = request.params
       const stock = LISTING_ID.test(listingId) ? await reservations.stock(principalOf(request), listingId, clock()) : undefined
-      if (!stock)
-        throw new Problem('not-found', 'no listing you can see has this id', {
-          errors: [{ parameter: 'listingId', detail: 'no listing you can see has this id' }],
-        })
+      if (!stock) throw notFoundParameter('listingId', 'no listing you can see has this id')
       return reply.header('cache-control', 'no-store').send(stock)
     },
   )

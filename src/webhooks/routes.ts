@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Clock } from '../clock.js'
-import { invalidRequest, Problem, type ProblemType } from '../errors.js'
+import { invalidRequest, notFoundParameter, Problem, type ProblemType } from '../errors.js'
 import { jsonResponse, noContentResponse } from '../http/openapi.js'
+import { BODY_PROBLEMS } from '../http/problem-responses.js'
 import { defaultsFilled } from '../http/validation.js'
 import { prefixedId } from '../ids.js'
 import { ipLiteral, type AddressPolicy } from '../images/address-policy.js'
@@ -41,10 +42,7 @@ export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000
 /** The shape of prefixedId('wh'): anything else names no endpoint and is not looked up. */
 const ENDPOINT_ID = /^wh_[0-9A-HJKMNP-TV-Z]{26}$/
 
-const notFound = () =>
-  new Problem('not-found', 'no webhook endpoint of yours has this id', {
-    errors: [{ parameter: 'webhookId', detail: 'no webhook endpoint of yours has this id' }],
-  })
+const notFound = () => notFoundParameter('webhookId', 'no webhook endpoint of yours has this id')
 
 /** The endpoint id a request names, when it has an endpoint id's shape: no other is looked up. */
 function endpointIdOf({ webhookId }: { webhookId: string }): string {
@@ -87,7 +85,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = as
         response: {
           201: jsonResponse('The endpoint, enabled, with its signing secret.', CreatedWebhookEndpoint, { created: exampleCreatedEndpoint }),
         },
-        'x-problems': ['invalid-request', 'conflict', 'payload-too-large', 'unsupported-media-type', 'internal', 'unavailable'],
+        'x-problems': ['invalid-request', 'conflict', ...BODY_PROBLEMS],
       },
     },
     async (request, reply) => {
