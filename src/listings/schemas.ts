@@ -352,20 +352,25 @@ export const ReferenceIdParams = Type.Object(
   closed,
 )
 
-/** `If-Match` on PATCH and withdraw (RFC 9110 §13.1.1). */
-export const IfMatchHeaders = Type.Object({
-  'if-match': Type.Optional(
-    Type.String({
-      format: 'entity-tags',
-      maxLength: MAX_ENTITY_TAGS_LENGTH,
-      description:
-        'Apply the change only if the listing’s current version is this one: its ETag, e.g. `"3"` (a list of ' +
-        'them, or `*`, also works). Otherwise `412` and nothing changes. Without it the change applies to ' +
-        'whatever the current version is. Format `entity-tags`: `*` or a comma-separated list of entity tags.',
-      examples: ['"1"'],
-    }),
-  ),
-})
+/** `If-Match` on a change (RFC 9110 §13.1.1): `description` says what it guards, the format follows. */
+export const ifMatchHeaders = (description: string) =>
+  Type.Object({
+    'if-match': Type.Optional(
+      Type.String({
+        format: 'entity-tags',
+        maxLength: MAX_ENTITY_TAGS_LENGTH,
+        description: `${description} Format \`entity-tags\`: \`*\` or a comma-separated list of entity tags.`,
+        examples: ['"1"'],
+      }),
+    ),
+  })
+
+/** On PATCH and withdraw. */
+export const IfMatchHeaders = ifMatchHeaders(
+  'Apply the change only if the listing’s current version is this one: its ETag, e.g. `"3"` (a list of ' +
+    'them, or `*`, also works). Otherwise `412` and nothing changes. Without it the change applies to ' +
+    'whatever the current version is.',
+)
 
 /** `If-None-Match` on reads (RFC 9110 §13.1.2). */
 export const IfNoneMatchHeaders = Type.Object({

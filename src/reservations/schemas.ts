@@ -1,7 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { named, ref } from '../http/components.js'
-import { MAX_ENTITY_TAGS_LENGTH } from '../http/conditional.js'
-import { Timestamp } from '../listings/schemas.js'
+import { ifMatchHeaders, Timestamp } from '../listings/schemas.js'
 
 /* These schemas are also the OpenAPI document and the reservation events' data. */
 
@@ -107,20 +106,11 @@ export const ReservationIdParams = Type.Object(
 /** A cursor of the shape the service issues (its payload, a dot, its signature): for the document only. */
 const exampleCursor = `${Buffer.from(JSON.stringify({ q: 'Qm7tR2v8LkcF0nXw', k: 1795716000000, id: exampleReservation.id })).toString('base64url')}.tP3xW9a2Lk0Vb7Rq1Zs8Yc`
 
-/** `If-Match` on confirm, release and cancel (RFC 9110 §13.1.1): the listing routes' header, of a reservation's version. */
-export const ReservationIfMatchHeaders = Type.Object({
-  'if-match': Type.Optional(
-    Type.String({
-      format: 'entity-tags',
-      maxLength: MAX_ENTITY_TAGS_LENGTH,
-      description:
-        'Act only if the reservation’s current version is this one: its ETag, e.g. `"1"` (a list of them, or `*`, also works). ' +
-        'Otherwise `412` and nothing changes. Without it the action applies to whatever the current version is. Format ' +
-        '`entity-tags`: `*` or a comma-separated list of entity tags.',
-      examples: ['"1"'],
-    }),
-  ),
-})
+/** `If-Match` on confirm, release and cancel: the listing routes' header, of a reservation's version. */
+export const ReservationIfMatchHeaders = ifMatchHeaders(
+  'Act only if the reservation’s current version is this one: its ETag, e.g. `"1"` (a list of them, or `*`, also works). ' +
+    'Otherwise `412` and nothing changes. Without it the action applies to whatever the current version is.',
+)
 
 export const ReservationsQuery = Type.Object(
   {
