@@ -227,6 +227,13 @@ export function notFoundParameter(parameter: string, detail: string): Problem {
   return new Problem('not-found', detail, { errors: [{ parameter, detail }] })
 }
 
+/** A 409: the referenceId names one of the caller's listings (or reservations) made with another body. */
+export function referenceConflict(of: 'listings' | 'reservations'): Problem {
+  return new Problem('conflict', `referenceId is already used by one of your ${of} with a different body`, {
+    errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
+  })
+}
+
 /** A 412: `If-Match` names another version than the current one, which goes back as the ETag. */
 export function preconditionFailed(version: number): Problem {
   return new Problem('precondition-failed', `If-Match does not name the current version "${version}"`, { headers: { etag: `"${version}"` } })

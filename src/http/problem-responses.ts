@@ -1,4 +1,4 @@
-import { invalidRequest, notFoundParameter, Problem, PROBLEM_CONTENT_TYPE, problemTypes, type ProblemType } from '../errors.js'
+import { invalidRequest, notFoundParameter, Problem, referenceConflict, PROBLEM_CONTENT_TYPE, problemTypes, type ProblemType } from '../errors.js'
 
 /**
  * The error responses of the OpenAPI document, from each route's `x-problems`. Document only, never the routes'
@@ -30,9 +30,7 @@ const problemExamples: Record<ProblemType, Problem> = {
   'request-timeout': new Problem('request-timeout', 'the request was not received in time; the connection is closed'),
   'request-headers-too-large': new Problem('request-headers-too-large', 'the request headers are too large'),
   'method-not-allowed': new Problem('method-not-allowed', 'GET is not a method of /api/v1/listing/create; it has POST'),
-  conflict: new Problem('conflict', 'referenceId is already used by one of your listings with a different body', {
-    errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
-  }),
+  conflict: referenceConflict('listings'),
   'listing-closed': new Problem('listing-closed', 'the listing is withdrawn: it can no longer change'),
   'insufficient-stock': new Problem('insufficient-stock', 'not every line fits in what is available: nothing is held', {
     errors: [{ pointer: '/items/0/quantity', detail: 'only 3 available', available: 3 }],

@@ -4,7 +4,7 @@ import { oneStatementOnPostgres, type Transact } from '../db/write-transaction.j
 import { isUniqueViolation, onPostgres } from '../db/dialect.js'
 import { perDialect, PreparedQuery } from '../db/prepared-query.js'
 import { sql } from 'kysely'
-import { Problem } from '../errors.js'
+import { referenceConflict } from '../errors.js'
 import { eventRows, insertEvents, listingEvent } from '../events/record.js'
 import { listingId, listingIdRandomPart, listingIdSql, prefixedId } from '../ids.js'
 import { listingImages, type ImageCheck } from '../images/check.js'
@@ -277,11 +277,7 @@ export interface CreateListingOutcome {
 }
 
 function replay(existing: StoredListingRef, hash: string, input: CreateListingInput): CreateListingOutcome {
-  if (!sameRequest(existing.requestHash, hash, input)) {
-    throw new Problem('conflict', 'referenceId is already used by one of your listings with a different body', {
-      errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
-    })
-  }
+  if (!sameRequest(existing.requestHash, hash, input)) throw referenceConflict('listings')
   return { status: 200, body: { success: true, listingId: existing.listingId, expiresAtUnix: existing.expiresAtUnix } }
 }
 

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import type { Transact } from '../db/write-transaction.js'
 import type { CursorCodec } from '../discovery/cursor.js'
-import { invalidRequest, notFoundParameter, preconditionFailed, Problem, type ProblemDetail } from '../errors.js'
+import { invalidRequest, notFoundParameter, preconditionFailed, Problem, referenceConflict, type ProblemDetail } from '../errors.js'
 import { ifMatchOf } from '../http/conditional.js'
 import { jsonResponse } from '../http/openapi.js'
 import { BODY_PROBLEMS } from '../http/problem-responses.js'
@@ -68,9 +68,7 @@ function answerHold(reply: FastifyReply, outcome: HoldOutcome) {
     case 'replayed':
       return send(reply, 200, outcome.reservation)
     case 'conflict':
-      throw new Problem('conflict', 'referenceId is already used by one of your reservations with a different body', {
-        errors: [{ pointer: '/referenceId', detail: 'is already used with a different body' }],
-      })
+      throw referenceConflict('reservations')
     case 'not-found':
       throw new Problem('not-found', 'no listing has this listingId', { errors: [{ pointer: '/listingId', detail: 'no listing has this id' }] })
     case 'closed':

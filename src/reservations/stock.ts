@@ -1,3 +1,5 @@
+import type { Selectable } from 'kysely'
+import type { ListingsTable } from '../db/tables.js'
 import type { ProblemDetail } from '../errors.js'
 
 /*
@@ -14,11 +16,7 @@ export interface Line {
 }
 
 /** What the listing row keeps of its holds. */
-export interface HeldColumns {
-  held_record: string | null
-  holds_expire_ms: number | null
-  full_until_ms: number | null
-}
+export type HeldColumns = Pick<Selectable<ListingsTable>, 'held_record' | 'holds_expire_ms' | 'full_until_ms'>
 
 /** Each item's held units as stored (zeros when none is held). */
 export function storedHeld(heldRecord: string | null, itemCount: number): number[] {

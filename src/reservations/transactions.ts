@@ -13,7 +13,7 @@ import { preconditionFails, type IfMatch } from '../http/conditional.js'
 import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, unknownPositions, type ListingState } from '../listings/listing-state.js'
 import { effectiveReservation, linesOf, reservationView, type ReservationRow, type ReservedLine } from './reservation.js'
 import type { ReservationView } from './schemas.js'
-import { availableOf, heldColumns, heldIsExact, shortLines, storedHeld, withLines, type Line } from './stock.js'
+import { availableOf, heldColumns, heldIsExact, shortLines, storedHeld, withLines, type HeldColumns, type Line } from './stock.js'
 
 /*
  * Every change of stock is a transaction that locks the listing first (FOR UPDATE on PostgreSQL; SQLite runs one
@@ -75,16 +75,8 @@ export async function settled(tx: Tx, stocked: Stocked, nowMs: number): Promise<
   let held = stocked.held
   for (const row of runOut) held = withLines(held, linesOf(row), -1)
   if (runOut.length > 0) {
-    await tx
-      .updateTable('reservations')
-      .set({ counted: 0 })
-      .where('provider_id', '=', provider_id)
-      .where(
-        'id',
-        'in',
-        runOut.map((row) => row.id),
-      )
-      .execute()
+    const ids = runOut.map((row) => row.id)
+    await tx.updateTable('reservations').set({ counted: 0 }).where('provider_id', '=', provider_id).where('id', 'in', ids).execute()
   }
   const next = await tx
     .selectFrom('reservations')
@@ -96,61 +88,33 @@ export async function settled(tx: Tx, stocked: Stocked, nowMs: number): Promise<
   return { state: stocked.state, held, holdsExpireMs: next?.first ?? null, settledNow: true }
 }
 
-interface StockParams extends Record<string, unknown> {
-  providerId: string
-  id: string
-  heldRecord: string | null
-  holdsExpireMs: number | null
-  fullUntilMs: number | null
-}
+/** What writeStock sends, by column: the held columns, and with a change of the listing its items and version. */
+type StockColumns = HeldColumns & Pick<Selectable<ListingsTable>, 'provider_id' | 'id'>
+type ChangeColumns = StockColumns & Pick<Selectable<ListingsTable>, 'version' | 'updated_at_ms' | 'discount_rate' | 'sold_out' | 'items_record'>
 
-interface ChangeParams extends StockParams {
-  version: number
-  updatedAtMs: number
-  discountRate: number
-  soldOut: number
-  itemsRecord: string
-}
-
-const stockQuery = perDialect<StockParams, never>((db, param) =>
+const stockUpdate = (db: Kysely<Tables>, param: <K extends keyof StockColumns>(name: K) => StockColumns[K]) =>
   db
     .updateTable('listings')
-    .set({ held_record: param('heldRecord'), holds_expire_ms: param('holdsExpireMs'), full_until_ms: param('fullUntilMs') })
-    .where('provider_id', '=', param('providerId'))
-    .where('id', '=', param('id')),
+    .set({ held_record: param('held_record'), holds_expire_ms: param('holds_expire_ms'), full_until_ms: param('full_until_ms') })
+    .where('provider_id', '=', param('provider_id'))
+    .where('id', '=', param('id'))
+
+// Compiled once per dialect: the writer thread runs every write.
+const stockQuery = perDialect<StockColumns, never>(stockUpdate)
+const changeQuery = perDialect<ChangeColumns, never>((db, param) =>
+  stockUpdate(db, param).set({
+    version: param('version'),
+    updated_at_ms: param('updated_at_ms'),
+    discount_rate: param('discount_rate'),
+    sold_out: param('sold_out'),
+    items_record: param('items_record'),
+  }),
 )
 
-const changeQuery = perDialect<ChangeParams, never>((db, param) =>
-  db
-    .updateTable('listings')
-    .set({
-      held_record: param('heldRecord'),
-      holds_expire_ms: param('holdsExpireMs'),
-      full_until_ms: param('fullUntilMs'),
-      version: param('version'),
-      updated_at_ms: param('updatedAtMs'),
-      discount_rate: param('discountRate'),
-      sold_out: param('soldOut'),
-      items_record: param('itemsRecord'),
-    })
-    .where('provider_id', '=', param('providerId'))
-    .where('id', '=', param('id')),
-)
-
-/** Writes the listing's held columns, and with `state` its change (version, items) as well. */
+/** Writes the listing's held columns, and with `changed` its change (version, items) as well. */
 export async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked, changed: boolean): Promise<void> {
-  const columns = heldColumns(
-    state.items.map((item) => item.quantity),
-    held,
-    holdsExpireMs,
-  )
-  const stock: StockParams = {
-    providerId: state.provider_id,
-    id: state.id,
-    heldRecord: columns.held_record,
-    holdsExpireMs: columns.holds_expire_ms,
-    fullUntilMs: columns.full_until_ms,
-  }
+  const quantities = state.items.map((item) => item.quantity)
+  const stock = { provider_id: state.provider_id, id: state.id, ...heldColumns(quantities, held, holdsExpireMs) }
   if (!changed) {
     await stockQuery(tx).executeIn(tx, stock)
     return
@@ -158,10 +122,10 @@ export async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked
   await changeQuery(tx).executeIn(tx, {
     ...stock,
     version: state.version,
-    updatedAtMs: state.updated_at_ms,
-    discountRate: state.discount_rate,
-    soldOut: isSoldOut(state.items) ? 1 : 0,
-    itemsRecord: JSON.stringify(state.items),
+    updated_at_ms: state.updated_at_ms,
+    discount_rate: state.discount_rate,
+    sold_out: isSoldOut(state.items) ? 1 : 0,
+    items_record: JSON.stringify(state.items),
   })
 }
 
@@ -225,16 +189,14 @@ async function writeEnded(
   end: { status: keyof typeof eventOfStatus; ended_by?: ReservationRow['ended_by']; updated_at_ms?: number },
   nowMs: number,
 ): Promise<Change[]> {
-  if (rows.length === 0) return []
+  const [first] = rows
+  if (!first) return []
+  const ids = rows.map((row) => row.id)
   await tx
     .updateTable('reservations')
     .set((eb) => ({ ...end, version: eb('version', '+', 1), updated_at_ms: end.updated_at_ms ?? eb.ref('expires_at_ms'), counted: 0 }))
-    .where('provider_id', '=', (rows[0] as ReservationRow).provider_id)
-    .where(
-      'id',
-      'in',
-      rows.map((row) => row.id),
-    )
+    .where('provider_id', '=', first.provider_id)
+    .where('id', 'in', ids)
     .execute()
   return rows.map((row) => {
     const ended: ReservationRow = { ...row, ...end, version: row.version + 1, updated_at_ms: end.updated_at_ms ?? row.expires_at_ms, counted: 0 }
@@ -266,6 +228,7 @@ export type HoldOutcome =
 export class ReferenceTaken extends Error {}
 
 const keyOf = (marketplaceId: string, referenceId: string) => JSON.stringify([marketplaceId, referenceId])
+const keyOfHold = (hold: HoldArgs) => keyOf(hold.marketplace.id, hold.referenceId)
 
 /** The reservations these referenceIds already name, by keyOf. */
 async function knownReferences(tx: Tx, holds: readonly HoldArgs[]): Promise<Map<string, ReservationRow>> {
@@ -294,14 +257,15 @@ const replayOrConflict = (row: ReservationRow, hold: HoldArgs): HoldOutcome =>
 export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<HoldOutcome[]> {
   const outcomes: Array<HoldOutcome | undefined> = holds.map(() => undefined)
   const known = await knownReferences(tx, holds)
-  const listingId = (holds[0] as HoldArgs).listingId
+  const first = holds[0] as HoldArgs
+  const { listingId } = first
   const locked = await lockStocked(tx, listingId)
-  const stocked = locked && (await settled(tx, locked, (holds[0] as HoldArgs).nowMs))
+  const stocked = locked && (await settled(tx, locked, first.nowMs))
   let held = stocked?.held ?? []
   let holdsExpireMs = stocked?.holdsExpireMs ?? null
   const made: Array<{ row: ReservationRow; hold: HoldArgs; index: number }> = []
   holds.forEach((hold, index) => {
-    const earlier = known.get(keyOf(hold.marketplace.id, hold.referenceId))
+    const earlier = known.get(keyOfHold(hold))
     if (earlier) return (outcomes[index] = replayOrConflict(earlier, hold))
     if (!stocked || hold.listingId !== listingId) return (outcomes[index] = { kind: 'not-found' })
     const { state } = stocked
@@ -338,7 +302,7 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
     held = withLines(held, hold.lines, 1)
     holdsExpireMs = Math.min(holdsExpireMs ?? expiresAtMs, expiresAtMs)
     // The same referenceId later in this list is a replay of this one.
-    known.set(keyOf(hold.marketplace.id, hold.referenceId), row)
+    known.set(keyOfHold(hold), row)
     made.push({ row, hold, index })
     return undefined
   })
@@ -364,8 +328,8 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
         if (holds.length > 1) throw new ReferenceTaken('a referenceId was taken meanwhile')
         // Alone: the one that committed first is this request's answer; nothing of this one is written.
         if (stocked.settledNow) await writeStock(tx, stocked, false)
-        const taken = (await knownReferences(tx, holds)).get(keyOf(made[0]?.hold.marketplace.id ?? '', made[0]?.hold.referenceId ?? ''))
-        return [taken ? replayOrConflict(taken, holds[0] as HoldArgs) : { kind: 'conflict' }]
+        const taken = (await knownReferences(tx, holds)).get(keyOfHold(first))
+        return [taken ? replayOrConflict(taken, first) : { kind: 'conflict' }]
       }
       await tx
         .insertInto('reservations')
@@ -376,11 +340,12 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
   }
   // A duplicate that committed while these waited for the listing's lock (PostgreSQL; SQLite runs one writer) took
   // the units a refusal found short, or closed nothing: the refused one is its replay.
-  const refused = holds.filter((_, index) => ['short', 'closed'].includes(outcomes[index]?.kind ?? ''))
+  const isRefused = (index: number) => ['short', 'closed'].includes(outcomes[index]?.kind ?? '')
+  const refused = holds.filter((_, index) => isRefused(index))
   if (refused.length > 0 && onPostgres(tx)) {
     const now = await knownReferences(tx, refused)
     holds.forEach((hold, index) => {
-      const twin = ['short', 'closed'].includes(outcomes[index]?.kind ?? '') && now.get(keyOf(hold.marketplace.id, hold.referenceId))
+      const twin = isRefused(index) && now.get(keyOfHold(hold))
       if (twin && !made.some((mine) => mine.row.id === twin.id)) outcomes[index] = replayOrConflict(twin, hold)
     })
   }
@@ -392,7 +357,7 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
     outcomes[index] = { kind: 'made', reservation: view }
     return { type: 'reservation.held' as const, view }
   })
-  await recordReservationEvents(tx, (holds[0] as HoldArgs).nowMs, changes)
+  await recordReservationEvents(tx, first.nowMs, changes)
   return outcomes as HoldOutcome[]
 }
 
@@ -557,12 +522,8 @@ export async function expireDueHolds({ db, transact }: JobDatabase, { nowMs, lim
     .execute()
   let recorded = 0
   for (const [providerId, rows] of byProvider(due, 'provider_id')) {
-    recorded += await transact(
-      recordHoldExpiries,
-      providerId,
-      rows.map((row) => row.id),
-      nowMs,
-    )
+    const ids = rows.map((row) => row.id)
+    recorded += await transact(recordHoldExpiries, providerId, ids, nowMs)
   }
   return recorded
 }
