@@ -1,5 +1,6 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto'
 import type { Database } from '../db/connection.js'
+import { invalidRequest } from '../errors.js'
 import type { DiscoverParams } from './schemas.js'
 
 /**
@@ -90,5 +91,13 @@ export class CursorCodec {
     if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) return NOT_ONE
     if (parsed.value.q !== fingerprint(query)) return other
     return { key: parsed.value.k, id: parsed.value.id }
+  }
+
+  /** The position the `cursor` parameter names, if given; a 400 naming it when it does not continue this query. */
+  after(query: string, cursor: string | undefined, other?: string): CursorKey | undefined {
+    if (cursor === undefined) return undefined
+    const decoded = this.decode(query, cursor, other)
+    if (typeof decoded === 'string') throw invalidRequest([{ parameter: 'cursor', detail: decoded }])
+    return decoded
   }
 }

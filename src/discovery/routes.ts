@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Clock } from '../clock.js'
-import { invalidRequest } from '../errors.js'
 import { jsonResponse } from '../http/openapi.js'
 import { listingView } from '../listings/listing-view.js'
 import { defaultsFilled } from '../http/validation.js'
-import { discoverQuery, type CursorCodec, type CursorKey } from './cursor.js'
+import { discoverQuery, type CursorCodec } from './cursor.js'
 import type { DiscoveryRepository } from './repository.js'
 import { DiscoverPage, DiscoverQuery, exampleDiscoverPage, type DiscoverParams } from './schemas.js'
 import type { Representation, Representations } from '../listings/representations.js'
@@ -43,12 +42,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRoutesOptions> 
     },
     async (request, reply) => {
       const params = request.query
-      let after: CursorKey | undefined
-      if (params.cursor !== undefined) {
-        const decoded = cursors.decode(discoverQuery(params), params.cursor)
-        if (typeof decoded === 'string') throw invalidRequest([{ parameter: 'cursor', detail: decoded }])
-        after = decoded
-      }
+      const after = cursors.after(discoverQuery(params), params.cursor)
       const nowMs = clock()
       const hits = await discovery.search({
         latitude: params.latitude,

@@ -60,6 +60,9 @@ export function isSoldOut(items: readonly Pick<ItemColumns, 'quantity'>[]): bool
   return items.every((item) => item.quantity === 0)
 }
 
+/** Each item's units not yet sold, by position. */
+export const quantitiesOf = (state: Pick<ListingState, 'items'>) => state.items.map((item) => item.quantity)
+
 /** Entries (of a PATCH or a hold, by their index) whose position names no item; positions given twice are refused with the body. */
 export function unknownPositions(entries: ReadonlyArray<{ position: number }>, itemCount: number): ProblemDetail[] {
   return entries.flatMap(({ position }, k) =>

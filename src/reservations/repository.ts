@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Tables } from '../db/tables.js'
 import type { CursorKey } from '../discovery/cursor.js'
-import { effective } from '../listings/listing-state.js'
+import { effective, quantitiesOf } from '../listings/listing-state.js'
 import type { Principal } from '../providers/repository.js'
 import { linesOf, reservationView, type ReservationRow } from './reservation.js'
 import type { ReservationStatus, ReservationView, StockView } from './schemas.js'
@@ -87,8 +87,7 @@ export class ReservationRepository {
       held = state.items.map(() => 0)
       for (const reservation of running) held = withLines(held, linesOf(reservation), 1)
     }
-    const quantities = state.items.map((item) => item.quantity)
-    const available = availableOf(quantities, held, status === 'active')
+    const available = availableOf(quantitiesOf(state), held, status === 'active')
     return {
       listingId: state.id,
       version,

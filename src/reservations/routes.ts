@@ -191,14 +191,8 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
     async (request, reply) => {
       const principal = principalOf(request)
       const params = request.query
-      const owner = ownerOf(principal)
-      const query = JSON.stringify(['reservations', owner.id, params.status ?? null, params.listingId ?? null])
-      let after
-      if (params.cursor !== undefined) {
-        const decoded = cursors.decode(query, params.cursor, 'was given for another status or listingId')
-        if (typeof decoded === 'string') throw invalidRequest([{ parameter: 'cursor', detail: decoded }])
-        after = decoded
-      }
+      const query = JSON.stringify(['reservations', ownerOf(principal).id, params.status ?? null, params.listingId ?? null])
+      const after = cursors.after(query, params.cursor, 'was given for another status or listingId')
       const nowMs = clock()
       const rows = await reservations.page(principal, { status: params.status, listingId: params.listingId, limit: params.limit, after }, nowMs)
       const page = rows.slice(0, params.limit)
@@ -238,14 +232,9 @@ export const reservationRoutes: FastifyPluginAsyncTypebox<ReservationRoutesOptio
         }
         const { reservationId } = request.params
         if (!RESERVATION_ID.test(reservationId)) throw notFound()
-        const owner = ownerOf(principalOf(request))
-        const outcome = await transact(endReservation, {
-          actor: owner,
-          reservationId,
-          action,
-          ifMatch: ifMatchOf(request.headers['if-match']),
-          nowMs: clock(),
-        })
+        const actor = ownerOf(principalOf(request))
+        const ifMatch = ifMatchOf(request.headers['if-match'])
+        const outcome = await transact(endReservation, { actor, reservationId, action, ifMatch, nowMs: clock() })
         return answerEnd(reply, outcome, action)
       },
     )

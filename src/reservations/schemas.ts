@@ -10,12 +10,14 @@ export const ReservationStatuses = ['held', 'confirmed', 'released', 'expired', 
 export type ReservationStatus = (typeof ReservationStatuses)[number]
 export const EndedBy = ['marketplace', 'provider', 'listing_withdrawn'] as const
 
+/** A listingId as a hold or the list takes it. Text: a NUL could not even be looked up in PostgreSQL. */
+const listingIdText = { minLength: 1, maxLength: 100, format: 'text' } as const
+
 const Position = Type.Integer({ minimum: 0, maximum: 99, description: 'Which item of the listing: its index in the created order.' })
 
 export const CreateReservationBody = Type.Object(
   {
-    // Text: a NUL could not even be looked up in PostgreSQL.
-    listingId: Type.String({ minLength: 1, maxLength: 100, format: 'text', description: 'The listing to hold units of (a discovery entry’s `listing.id`).' }),
+    listingId: Type.String({ ...listingIdText, description: 'The listing to hold units of (a discovery entry’s `listing.id`).' }),
     referenceId: Type.String({
       minLength: 1,
       maxLength: 255,
@@ -115,15 +117,7 @@ export const ReservationIfMatchHeaders = ifMatchHeaders(
 export const ReservationsQuery = Type.Object(
   {
     status: Type.Optional(Type.Enum(ReservationStatuses, { description: 'Only reservations in this status now.', examples: ['held'] })),
-    listingId: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 100,
-        format: 'text',
-        description: 'Only reservations of this listing.',
-        examples: [exampleReservation.listingId],
-      }),
-    ),
+    listingId: Type.Optional(Type.String({ ...listingIdText, description: 'Only reservations of this listing.', examples: [exampleReservation.listingId] })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Reservations per page, 1 to 100.', examples: [20] })),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: 'The previous page’s `nextCursor`.', examples: [exampleCursor] })),
   },

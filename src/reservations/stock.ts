@@ -6,7 +6,7 @@ import type { ProblemDetail } from '../errors.js'
  * Stock as plain rules (docs/design/0017-stock-accounting.md). Per item: `held` counts the units of the
  * reservations `counted` in the listing's held_record, `available` = quantity − held. A counted hold that has run out
  * still sits in the sum until a write of the listing takes it out, so a reader trusts the sum only while now is
- * before holds_expire_ms (the earliest counted expiry) and otherwise subtracts what has run out (heldNow).
+ * before holds_expire_ms, the earliest counted expiry (heldIsExact), and otherwise reads the holds themselves.
  */
 
 /** One line of a reservation: units of the item at `position`. */
@@ -27,9 +27,9 @@ export function storedHeld(heldRecord: string | null, itemCount: number): number
 /** Whether the stored sum holds no hold that has run out at nowMs. */
 export const heldIsExact = (holdsExpireMs: number | null, nowMs: number) => holdsExpireMs === null || nowMs < holdsExpireMs
 
-/** `held` with each line's units added (sign 1) or taken away (sign −1). */
-export function withLines(held: readonly number[], lines: readonly Line[], sign: 1 | -1): number[] {
-  const next = [...held]
+/** Units by position (held, or the items' quantities) with each line's units added (sign 1) or taken away (sign −1). */
+export function withLines(units: readonly number[], lines: readonly Line[], sign: 1 | -1): number[] {
+  const next = [...units]
   for (const { position, quantity } of lines) next[position] = (next[position] ?? 0) + sign * quantity
   return next
 }

@@ -10,9 +10,9 @@ import { listingEvent, recordEvents, type NewEvent } from '../events/record.js'
 import type { ReservationEventType } from '../events/types.js'
 import { prefixedId } from '../ids.js'
 import { preconditionFails, type IfMatch } from '../http/conditional.js'
-import { effective, isSoldOut, stateFromRow, STATE_COLUMN_NAMES, unknownPositions, type ListingState } from '../listings/listing-state.js'
+import { effective, isSoldOut, quantitiesOf, stateFromRow, STATE_COLUMN_NAMES, unknownPositions, type ListingState } from '../listings/listing-state.js'
 import { effectiveReservation, linesOf, reservationView, type ReservationRow, type ReservedLine } from './reservation.js'
-import type { ReservationView } from './schemas.js'
+import type { ReservationStatus, ReservationView } from './schemas.js'
 import { availableOf, heldColumns, heldIsExact, shortLines, storedHeld, withLines, type HeldColumns, type Line } from './stock.js'
 
 /*
@@ -113,8 +113,7 @@ const changeQuery = perDialect<ChangeColumns, never>((db, param) =>
 
 /** Writes the listing's held columns, and with `changed` its change (version, items) as well. */
 export async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked, changed: boolean): Promise<void> {
-  const quantities = state.items.map((item) => item.quantity)
-  const stock = { provider_id: state.provider_id, id: state.id, ...heldColumns(quantities, held, holdsExpireMs) }
+  const stock = { provider_id: state.provider_id, id: state.id, ...heldColumns(quantitiesOf(state), held, holdsExpireMs) }
   if (!changed) {
     await stockQuery(tx).executeIn(tx, stock)
     return
@@ -172,21 +171,15 @@ async function recordReservationEvents(tx: Tx, nowMs: number, changes: readonly 
   for (const id of [...byMarketplace.keys()].sort()) await recordEvents(tx, { kind: 'marketplace', id }, nowMs, events(byMarketplace.get(id) ?? []))
 }
 
-const eventOfStatus = {
-  confirmed: 'reservation.confirmed',
-  released: 'reservation.released',
-  cancelled: 'reservation.cancelled',
-  expired: 'reservation.expired',
-} as const
-
 /**
  * Ends reservations of one provider, read under their listing's lock: `status` (and `ended_by`), version + 1, no
- * longer counted, changed at `updated_at_ms` (absent: each at its own expiry). Returns their changes.
+ * longer counted, changed at `updated_at_ms` (absent: each at its own expiry). Returns their changes, each an event
+ * `reservation.<status>`.
  */
 async function writeEnded(
   tx: Tx,
   rows: readonly ReservationRow[],
-  end: { status: keyof typeof eventOfStatus; ended_by?: ReservationRow['ended_by']; updated_at_ms?: number },
+  end: { status: Exclude<ReservationStatus, 'held'>; ended_by?: ReservationRow['ended_by']; updated_at_ms?: number },
   nowMs: number,
 ): Promise<Change[]> {
   const [first] = rows
@@ -200,7 +193,7 @@ async function writeEnded(
     .execute()
   return rows.map((row) => {
     const ended: ReservationRow = { ...row, ...end, version: row.version + 1, updated_at_ms: end.updated_at_ms ?? row.expires_at_ms, counted: 0 }
-    return { type: eventOfStatus[end.status], view: reservationView(ended, nowMs) }
+    return { type: `reservation.${end.status}` as const, view: reservationView(ended, nowMs) }
   })
 }
 
@@ -218,11 +211,9 @@ export interface HoldArgs {
 
 export type HoldOutcome =
   | { kind: 'made' | 'replayed'; reservation: ReservationView }
-  | { kind: 'conflict' }
-  | { kind: 'not-found' }
+  | { kind: 'conflict' | 'not-found' }
   | { kind: 'closed'; status: string }
-  | { kind: 'invalid'; errors: ProblemDetail[] }
-  | { kind: 'short'; errors: ProblemDetail[] }
+  | { kind: 'invalid' | 'short'; errors: ProblemDetail[] }
 
 /** Thrown when another instance committed one of these referenceIds meanwhile: each hold is then made alone. */
 export class ReferenceTaken extends Error {}
@@ -273,8 +264,7 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
     if (status !== 'active') return (outcomes[index] = { kind: 'closed', status })
     const errors = unknownPositions(hold.lines, state.items.length)
     if (errors.length > 0) return (outcomes[index] = { kind: 'invalid', errors })
-    const quantities = state.items.map((item) => item.quantity)
-    const short = shortLines(hold.lines, availableOf(quantities, held, true))
+    const short = shortLines(hold.lines, availableOf(quantitiesOf(state), held, true))
     if (short.length > 0) return (outcomes[index] = { kind: 'short', errors: short })
     const expiresAtMs = Math.min(hold.nowMs + hold.holdSeconds * 1000, state.expires_at_unix * 1000)
     const lines: ReservedLine[] = hold.lines.map(({ position, quantity }) => {
@@ -432,18 +422,14 @@ export async function endReservation(tx: Tx, args: EndArgs): Promise<EndOutcome>
   const stocked = await settled(tx, locked, args.nowMs)
   let { state } = stocked
   const held = status === 'held' ? withLines(stocked.held, lines, -1) : stocked.held
-  const listingEvents: NewEvent[] = []
   const listingStatus = effective(state, args.nowMs).status
   const quantityChange = decision.to === 'confirmed' ? -1 : decision.to === 'cancelled' && (listingStatus === 'active' || listingStatus === 'sold_out') ? 1 : 0
   if (quantityChange !== 0) {
-    const items = state.items.map((item) => ({ ...item }))
-    for (const line of lines) {
-      const item = items[line.position] as (typeof items)[number]
-      item.quantity += quantityChange * line.quantity
-    }
+    const quantities = withLines(quantitiesOf(state), lines, quantityChange)
+    const items = state.items.map((item, k) => ({ ...item, quantity: quantities[k] ?? item.quantity }))
     state = { ...state, items, version: state.version + 1, updated_at_ms: Math.max(args.nowMs, state.updated_at_ms) }
-    listingEvents.push(listingEvent('listing.updated', state))
   }
+  const listingEvents = quantityChange === 0 ? [] : [listingEvent('listing.updated', state)]
   if (status === 'held' || quantityChange !== 0 || stocked.settledNow) await writeStock(tx, { ...stocked, state, held }, quantityChange !== 0)
   const changes = await writeEnded(tx, [row], { status: decision.to, ended_by: decision.endedBy, updated_at_ms: args.nowMs }, args.nowMs)
   await recordReservationEvents(tx, args.nowMs, changes, listingEvents)
