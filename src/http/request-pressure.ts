@@ -15,8 +15,11 @@ export class RequestPressure {
   #average = 0
 
   constructor(
-    /** An average stands this long: shorter windows say little about load. */
-    private readonly windowMs = 100,
+    /**
+     * An average stands this long. Shorter windows say little about load: a burst of deliveries pushes 100 ms windows
+     * past the saturation mark while the API still has room.
+     */
+    private readonly windowMs = 1000,
     /** Monotonic by default: a wall-clock step cannot skew a window. */
     private readonly clock: Clock = () => performance.now(),
   ) {

@@ -45,7 +45,10 @@ const CLAIM_BATCH = 100
 /** Attempts in flight in this process at most. */
 const MAX_IN_FLIGHT = 128
 
-/** Attempts in flight to one endpoint in this process at most. */
+/**
+ * Attempts in flight to one endpoint in this process at most, and so the most one claim gives it: with a claim taking
+ * tens of milliseconds while the writer is busy, enough for one endpoint to take 500 deliveries a second.
+ */
 const PER_ENDPOINT = 64
 
 /** How long stop() lets attempts in flight finish before cutting them off, within the drain's grace. */
@@ -76,7 +79,7 @@ const GIVE_WAY_LAG_MS = 250
 
 /**
  * From this many the API is saturated (clients queue for it): deliveries give way however late they fall, since
- * keeping up would take a third of its throughput.
+ * keeping up would take a third of its throughput or more.
  */
 const SATURATED_IN_FLIGHT = 32
 
@@ -175,7 +178,7 @@ export class DeliveryWorker {
     const endpointId = delivery.endpoint_id
     this.#running.set(endpointId, (this.#running.get(endpointId) ?? 0) + 1)
     // The endpoint's slot is free once its answer is in, not once the outcome is recorded: recording waits on the
-    // database, and while it is busy that wait would cap one endpoint's deliveries at PER_ENDPOINT a transaction.
+    // database, and the endpoint would sit idle meanwhile.
     let answered = false
     const answer = () => {
       if (answered) return
