@@ -91,6 +91,15 @@ async function logWhen(service: TestService, token: string, id: string, predicat
   assert.fail(`the log never got there: ${JSON.stringify(entries)}`)
 }
 
+/** A new provider with one endpoint and 30 deliveries owed to it (one per create), no worker running yet. */
+async function thirtyOwed(service: TestService): Promise<Receiver> {
+  const { token } = await service.newProvider()
+  const hooks = await receiver()
+  await endpoint(service, token, hooks.url)
+  for (let i = 0; i < 30; i++) await createListing(service, token)
+  return hooks
+}
+
 /**
  * The worker looks for due deliveries three times running and finds none (claims it finished, however long they
  * take), and the receiver still has exactly `count` deliveries.
@@ -113,10 +122,7 @@ await describeEachDialect(
   'webhook delivery',
   (service) => {
     test('while the API is busy (8 requests in flight), deliveries give way (12 a poll, one claim per poll); at full speed once it eases', async () => {
-      const { token } = await service.newProvider()
-      const hooks = await receiver()
-      await endpoint(service, token, hooks.url)
-      for (let i = 0; i < 30; i++) await createListing(service, token)
+      const hooks = await thirtyOwed(service)
       let busy = true
       startWorker(service, anyAddress, SCHEDULE_MS, { inFlight: () => (busy ? 8 : 7), pollMs: 400 })
       await hooks.waitFor((deliveries) => deliveries.length === 12)
@@ -130,10 +136,7 @@ await describeEachDialect(
     })
 
     test('busy, deliveries still keep up: once a first attempt has waited past 250 ms, the worker claims at full speed', async () => {
-      const { token } = await service.newProvider()
-      const hooks = await receiver()
-      await endpoint(service, token, hooks.url)
-      for (let i = 0; i < 30; i++) await createListing(service, token)
+      const hooks = await thirtyOwed(service)
       service.clock.now += 251
       // One poll, then none for a minute: only claiming on while behind delivers all 30.
       startWorker(service, anyAddress, SCHEDULE_MS, { inFlight: () => 31, pollMs: 60_000 })
@@ -141,10 +144,7 @@ await describeEachDialect(
     })
 
     test('saturated (32 requests in flight), deliveries give way however late they are', async () => {
-      const { token } = await service.newProvider()
-      const hooks = await receiver()
-      await endpoint(service, token, hooks.url)
-      for (let i = 0; i < 30; i++) await createListing(service, token)
+      const hooks = await thirtyOwed(service)
       service.clock.now += 60_000
       let saturated = true
       const claimedWhileSaturated: number[] = []
