@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely'
+import { PostgresAdapter, sql, type Kysely, type RawBuilder } from 'kysely'
 import type { DialectName, Tx } from './connection.js'
 
 /**
@@ -22,6 +22,18 @@ export async function beginExclusive<DB>(dialect: DialectName, conn: Kysely<DB>)
  * SQLite write transaction already holds the database's only write lock.
  */
 export const onPostgres = (db: { getExecutor(): { readonly adapter: unknown } }): boolean => db.getExecutor().adapter instanceof PostgresAdapter
+
+/**
+ * An owner's id (a provider's or a marketplace's) in a read of its rows, as PostgreSQL should plan for it: hidden
+ * from the planner, which then plans for an owner of average size, as a prepared statement's generic plan does.
+ * Planned for the id itself, an owner that has grown since the last ANALYZE (a new provider's first thousands of
+ * creates: autoanalyze waits for a tenth of the table to change) counts as nearly empty, every index that begins with
+ * the owner's column looks equally cheap, and the smallest one is taken: a create's referenceId check then read every
+ * listing of its provider. Unnamed statements (all of them through a pooler in transaction mode) are planned for
+ * their values every time. SQLite: the value itself.
+ */
+export const ownerKey = (db: { getExecutor(): { readonly adapter: unknown } }, id: string): string | RawBuilder<string> =>
+  onPostgres(db) ? sql<string>`(select cast(${id} as text))` : id
 
 /**
  * The transaction's commit gives its locks back without waiting for the WAL flush: for one whose writes a crash may

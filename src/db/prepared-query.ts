@@ -37,6 +37,12 @@ export class PreparedQuery<Params extends Record<string, unknown>, Row> {
     return result.rows
   }
 
+  /** The statement and parameters an execution with `params` sends (for EXPLAIN in tests). */
+  bound(params: Params): { sql: string; parameters: unknown[] } {
+    const { sql, names } = (this.#compiled ??= this.#compile())
+    return { sql, parameters: names.map((name) => params[name]) }
+  }
+
   #compile() {
     const compiled = this.build(this.db, (name) => new Slot(name) as never).compile(this.db)
     const names = compiled.parameters.map((value) => {

@@ -1,6 +1,7 @@
 import type { ReservationView } from '../reservations/schemas.js'
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/connection.js'
+import { ownerKey } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import type { PositionedRead, ReadYourWrites } from '../db/read-your-writes.js'
 import type { Tables } from '../db/tables.js'
@@ -37,9 +38,13 @@ type PositionedEventRow = { event_count: number } & { [K in keyof EventRow]: Eve
 type SeqParams = { ownerId: string; eventId: string }
 type AfterParams = { ownerId: string; afterSeq: number; limit: number }
 
-const seqOfQuery = (on: Kysely<Tables>) =>
+export const seqOfQuery = (on: Kysely<Tables>) =>
   new PreparedQuery<SeqParams, { seq: number }>(on, (db, param) =>
-    db.selectFrom('events').select('seq').where('id', '=', param('eventId')).where('owner_id', '=', param('ownerId')),
+    db
+      .selectFrom('events')
+      .select('seq')
+      .where('id', '=', param('eventId'))
+      .where('owner_id', '=', ownerKey(db, param('ownerId'))),
   )
 
 /**

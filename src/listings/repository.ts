@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/connection.js'
+import { ownerKey } from '../db/dialect.js'
 import { PreparedQuery } from '../db/prepared-query.js'
 import type { PositionedRead, ReadYourWrites } from '../db/read-your-writes.js'
 import type { Tables } from '../db/tables.js'
@@ -46,7 +47,7 @@ type PageParams = { providerId: string; skip: number; skipPlusLimit: number }
  * order, so page N is the seq range (count − N·limit, count − (N−1)·limit]: an index range, as cheap deep in as at
  * page 1. The left join keeps the provider's row when the page is past the end.
  */
-const pageQuery = (on: Kysely<Tables>) =>
+export const pageQuery = (on: Kysely<Tables>) =>
   new PreparedQuery<PageParams, PageRow>(on, (db, param) =>
     db
       .selectFrom('providers as p')
@@ -70,7 +71,7 @@ const pageQuery = (on: Kysely<Tables>) =>
         'l.brand_name_en',
         'l.items_record',
       ])
-      .where('p.id', '=', param('providerId'))
+      .where('p.id', '=', ownerKey(db, param('providerId')))
       .orderBy('l.seq', 'desc'),
   )
 
@@ -79,13 +80,33 @@ type Nullable<T> = { [K in keyof T]: T[K] | null }
 type OneBy = 'id' | 'reference_id'
 
 /** The provider's row is read even without the listing, so a standby that has not replayed the create is told apart from "not found". */
-const positionedStateQuery = (on: Kysely<Tables>, by: OneBy) =>
+export const positionedStateQuery = (on: Kysely<Tables>, by: OneBy) =>
   new PreparedQuery<{ providerId: string; key: string }, Nullable<StateRow> & { event_count: number }>(on, (db, param) =>
     db
       .selectFrom('providers as p')
       .leftJoin('listings as l', (join) => join.onRef('l.provider_id', '=', 'p.id').on(`l.${by}`, '=', param('key')))
       .select(['p.event_count', ...STATE_COLUMN_NAMES.map((name) => `l.${name}` as const)])
-      .where('p.id', '=', param('providerId')),
+      .where('p.id', '=', ownerKey(db, param('providerId'))),
+  )
+
+/** A create's check of its referenceId. */
+export const referenceQuery = (on: Kysely<Tables>) =>
+  new PreparedQuery<{ providerId: string; referenceId: string }, { id: string; expires_at_unix: number; request_hash: string }>(on, (db, param) =>
+    db
+      .selectFrom('listings')
+      .select(['id', 'expires_at_unix', 'request_hash'])
+      .where('provider_id', '=', ownerKey(db, param('providerId')))
+      .where('reference_id', '=', param('referenceId')),
+  )
+
+/** The caller's own listing only: another provider's id is as unknown as one that does not exist. */
+export const oneQuery = (on: Kysely<Tables>, by: OneBy) =>
+  new PreparedQuery<{ providerId: string; key: string }, StateRow>(on, (db, param) =>
+    db
+      .selectFrom('listings')
+      .select(STATE_COLUMN_NAMES)
+      .where(by, '=', param('key'))
+      .where('provider_id', '=', ownerKey(db, param('providerId'))),
   )
 
 async function positionedState(
@@ -128,7 +149,7 @@ function pageData(rows: readonly PageRow[]): ListingsPageData {
 
 export class ListingRepository {
   readonly #pageQuery: PreparedQuery<PageParams, PageRow>
-  readonly #referenceQuery: PreparedQuery<{ providerId: string; referenceId: string }, { id: string; expires_at_unix: number; request_hash: string }>
+  readonly #referenceQuery: ReturnType<typeof referenceQuery>
 
   readonly #one: Record<OneBy, PreparedQuery<{ providerId: string; key: string }, StateRow>>
 
@@ -158,19 +179,8 @@ export class ListingRepository {
         return requests.map(() => ({ ok: true, value: page }))
       })
     }
-    this.#referenceQuery = new PreparedQuery(database.kysely, (db, param) =>
-      db
-        .selectFrom('listings')
-        .select(['id', 'expires_at_unix', 'request_hash'])
-        .where('provider_id', '=', param('providerId'))
-        .where('reference_id', '=', param('referenceId')),
-    )
-    // The caller's own listings only: another provider's id is as unknown as one that does not exist.
-    const one = (by: OneBy) =>
-      new PreparedQuery<{ providerId: string; key: string }, StateRow>(database.kysely, (db, param) =>
-        db.selectFrom('listings').select(STATE_COLUMN_NAMES).where(by, '=', param('key')).where('provider_id', '=', param('providerId')),
-      )
-    this.#one = { id: one('id'), reference_id: one('reference_id') }
+    this.#referenceQuery = referenceQuery(database.kysely)
+    this.#one = { id: oneQuery(database.kysely, 'id'), reference_id: oneQuery(database.kysely, 'reference_id') }
     this.#pageQuery = pageQuery(database.kysely)
   }
 

@@ -2,7 +2,7 @@ import type { Kysely, Selectable } from 'kysely'
 import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
 import type { ListingsTable, Tables } from '../db/tables.js'
-import { commitWithoutFlush, onPostgres } from '../db/dialect.js'
+import { commitWithoutFlush, onPostgres, ownerKey } from '../db/dialect.js'
 import { perDialect } from '../db/prepared-query.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
@@ -221,13 +221,19 @@ export class ReferenceTaken extends Error {}
 const keyOf = (marketplaceId: string, referenceId: string) => JSON.stringify([marketplaceId, referenceId])
 const keyOfHold = (hold: HoldArgs) => keyOf(hold.marketplace.id, hold.referenceId)
 
-/** The reservations these referenceIds already name, by keyOf. */
-async function knownReferences(tx: Tx, holds: readonly HoldArgs[]): Promise<Map<string, ReservationRow>> {
-  const known = await tx
+/** The marketplaces' index entries of these referenceIds. */
+export const knownReferencesQuery = (db: Kysely<Tables>, holds: ReadonlyArray<{ marketplaceId: string; referenceId: string }>) =>
+  db
     .selectFrom('marketplace_reservations')
     .select(['marketplace_id', 'reference_id', 'provider_id', 'reservation_id'])
-    .where((eb) => eb.or(holds.map((hold) => eb.and([eb('marketplace_id', '=', hold.marketplace.id), eb('reference_id', '=', hold.referenceId)]))))
-    .execute()
+    .where((eb) => eb.or(holds.map((hold) => eb.and([eb('marketplace_id', '=', ownerKey(db, hold.marketplaceId)), eb('reference_id', '=', hold.referenceId)]))))
+
+/** The reservations these referenceIds already name, by keyOf. */
+async function knownReferences(tx: Tx, holds: readonly HoldArgs[]): Promise<Map<string, ReservationRow>> {
+  const known = await knownReferencesQuery(
+    tx,
+    holds.map((hold) => ({ marketplaceId: hold.marketplace.id, referenceId: hold.referenceId })),
+  ).execute()
   const found = new Map<string, ReservationRow>()
   for (const key of known) {
     const row = await reservationQuery(tx).where('r.provider_id', '=', key.provider_id).where('r.id', '=', key.reservation_id).executeTakeFirstOrThrow()
