@@ -220,7 +220,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         clock,
         create: {
           listings,
-          creates: new ListingCreates(database.transact, { concurrent: database.dialect === 'postgres' ? 2 : 1 }),
+          creates: new ListingCreates(database.transact),
           clock,
           checkImages,
           ttlSeconds: {

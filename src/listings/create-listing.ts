@@ -240,19 +240,24 @@ function createsTogether(tx: Tx) {
 const MAX_BATCH = 64
 
 /**
+ * A provider's batches in flight at once: the second already waits where the lock lives (inside PostgreSQL, or in the
+ * SQLite writer thread's queue, where it joins the next group commit) instead of a round trip behind the first.
+ */
+const RUNNING_PER_PROVIDER = 2
+
+/**
  * A provider's creates are serialised on its counter row, so those that arrive while its transaction runs are stored
- * together by the next one (one lock, one commit), which starts the moment one ends, two at a time on PostgreSQL so
- * the second already waits inside the database. A failed batch is stored again one create at a time, so one create's
- * failure never fails another.
+ * together by the next one (one lock, one commit), which starts the moment one ends. A failed batch is stored again
+ * one create at a time, so one create's failure never fails another.
  */
 export class ListingCreates {
   readonly #batches: TrailingBatches<ListingCreate, StoredListing>
 
-  constructor(transact: Transact, { concurrent }: { concurrent: number }) {
+  constructor(transact: Transact) {
     const store = (providerId: string, creates: readonly ListingCreate[]) => transact(insertListings, providerId, creates)
     this.#batches = new TrailingBatches<ListingCreate, StoredListing>(
       aloneOnFailure((creates, providerId) => store(providerId, creates)),
-      { maxBatch: MAX_BATCH, maxRunning: concurrent },
+      { maxBatch: MAX_BATCH, maxRunning: RUNNING_PER_PROVIDER },
     )
   }
 
