@@ -156,7 +156,7 @@ for (const dialect of await testDialects()) {
     try {
       await migrate(db)
       const provider = await new ProviderRepository(db).create({ name: 'Shared fate' }, Date.now())
-      const creates = new ListingCreates(db.transact, { concurrent: 2 })
+      const creates = new ListingCreates(db.transact)
       const write = (i: number) => {
         const prepared = prepareListing(provider.id, listingBody() as CreateListingInput)
         // A value validation would refuse, so only the database can: a NUL in a text column (PostgreSQL refuses

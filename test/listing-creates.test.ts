@@ -27,7 +27,7 @@ for (const dialect of await testDialects()) {
       database = openDatabase(testDb.url)
       await migrate(database)
       providerId = (await new ProviderRepository(database).create({ name: 'Writer test' }, Date.now())).id
-      creates = new ListingCreates(database.transact, { concurrent: 2 })
+      creates = new ListingCreates(database.transact)
     })
     after(async () => {
       await database.close()
@@ -108,7 +108,7 @@ for (const dialect of await testDialects()) {
     if (dialect === 'sqlite') {
       // The failure switches (query_only, max_page_count) belong to a connection: these creates are written on the
       // main one, where the test can set them, by the same functions the writer thread's connection runs.
-      const onMain = () => new ListingCreates(inTransaction(database.kysely), { concurrent: 1 })
+      const onMain = () => new ListingCreates(inTransaction(database.kysely))
 
       test('read-only database (query_only): creates fail as an outage, nothing is stored, then it writes again', async () => {
         const connection = database.sqlite?.connection
