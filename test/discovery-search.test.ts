@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import { seed } from '../bench/seed.js'
 import { openDatabase, type Database } from '../src/db/connection.js'
 import { DiscoveryRepository } from '../src/discovery/repository.js'
-import { FIRST_RADIUS_M, search, type Candidates, type SearchQuery } from '../src/discovery/search.js'
+import { search, type Candidates, type SearchQuery } from '../src/discovery/search.js'
 import type { ActiveFilter } from '../src/discovery/spatial-index.js'
 import { createTestDatabase, testDialects, type TestDatabase } from './helper.js'
 import { referenceMeters } from './reference-distance.js'
@@ -68,7 +68,7 @@ for (const dialect of await testDialects()) {
       const seen: string[] = []
       let after: SearchQuery['after']
       for (let page = 0; page < count; page++) {
-        const hits = (await search({ ...query, after, nowMs }, candidates, FIRST_RADIUS_M[dialect])).slice(0, query.limit)
+        const hits = (await search({ ...query, after, nowMs }, candidates)).slice(0, query.limit)
         seen.push(...hits.map((hit) => hit.id))
         const last = hits.at(-1)
         if (!last) break

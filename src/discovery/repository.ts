@@ -8,7 +8,7 @@ import { siblingModule, ThreadRequests } from '../start-worker.js'
 import { aloneOnFailure, TrailingBatches } from '../trailing-batches.js'
 import { linesOf } from '../reservations/reservation.js'
 import { withLines } from '../reservations/stock.js'
-import { FIRST_RADIUS_M, search, type Candidates, type Hit, type SearchQuery } from './search.js'
+import { search, type Candidates, type Hit, type SearchQuery } from './search.js'
 import {
   candidateBatch,
   candidateParams,
@@ -101,7 +101,7 @@ export class DiscoveryRepository {
       const thread = (this.#thread = new ThreadRequests<SearchQuery>(siblingModule(import.meta.url, 'sqlite-search-worker'), { path }))
       this.search = (query) => thread.ask(query) as Promise<Hit[]>
     } else {
-      this.search = (query) => search(query, this.candidates, FIRST_RADIUS_M[dialect])
+      this.search = (query) => search(query, this.candidates)
     }
     this.#states = new PreparedQuery(
       kysely,

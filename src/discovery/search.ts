@@ -36,11 +36,11 @@ export interface Hit {
 export type Candidates = (area: QueryArea, filter: ActiveFilter) => Promise<CandidateRow[]>
 
 /**
- * The first circle nearest-first asks, per database. On PostgreSQL a statement costs a round trip whatever its rows:
- * a dense city centre holds a page within 600 m, so a page is one statement. On SQLite a statement costs its rows and
- * no round trip: a smaller circle that holds a page in a dense city reads a quarter of them, and widens where sparse.
+ * The first circle nearest-first asks. A dense city holds a page within it and reads a quarter of the rows a 600 m one
+ * would; where it is sparse the search widens. On PostgreSQL too, since queries that arrive together are one
+ * statement: a second circle costs rows, not a round trip of its own (docs/design/0018-batched-candidates-compiled-writes.md).
  */
-export const FIRST_RADIUS_M = { postgres: 600, sqlite: 300 } as const
+const FIRST_RADIUS_M = 300
 /** The first window of expiry ending-soonest asks, in seconds: short, since a dense city has expiries every second. */
 const FIRST_WINDOW_S = 4
 /** A window holding more rows than this per listing wanted is too long: the filter rarely leaves out 7 in 8. */
@@ -61,7 +61,7 @@ const isAfter = (key: number, id: string, after: CursorKey | undefined) => after
 const byKeyThenId = (key: (hit: Hit) => number) => (a: Hit, b: Hit) => key(a) - key(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /** The first `limit + 1` matching listings after the cursor, in order: the extra one says whether another page exists. */
-export async function search(query: SearchQuery, candidates: Candidates, firstRadiusM: number): Promise<Hit[]> {
+export async function search(query: SearchQuery, candidates: Candidates): Promise<Hit[]> {
   // Expired once now ≥ expiresAtUnix × 1000.
   const firstLiving = Math.floor(query.nowMs / 1000) + 1
   const wanted = query.limit + 1
@@ -88,7 +88,7 @@ export async function search(query: SearchQuery, candidates: Candidates, firstRa
   if (query.sort === 'distance') {
     const key = (hit: Hit) => hit.distance
     const filter: ActiveFilter = { minDiscountRate: query.minDiscountRate, expiresFrom: firstLiving, expiresUntil: null }
-    let radius = Math.min(query.radiusMeters, (query.after?.key ?? 0) + firstRadiusM)
+    let radius = Math.min(query.radiusMeters, (query.after?.key ?? 0) + FIRST_RADIUS_M)
     for (;;) {
       const rows = await candidates({ latitude: query.latitude, longitude: query.longitude, radiusMeters: radius }, filter)
       const hits = hitsOf(rows, radius, key)

@@ -6,7 +6,7 @@ import { withStatementCache } from '../db/sqlite-statements.js'
 import type { Tables } from '../db/tables.js'
 import { oneByOne, serveRequests } from '../start-worker.js'
 import { sqliteCandidates } from './repository.js'
-import { FIRST_RADIUS_M, search, type SearchQuery } from './search.js'
+import { search, type SearchQuery } from './search.js'
 
 if (!parentPort) throw new Error('sqlite-search-worker runs as a worker thread')
 const connection = openSqliteConnection((workerData as { path: string }).path)
@@ -16,6 +16,6 @@ const candidates = sqliteCandidates(db)
 
 serveRequests(
   parentPort,
-  oneByOne((query: SearchQuery) => search(query, candidates, FIRST_RADIUS_M.sqlite)),
+  oneByOne((query: SearchQuery) => search(query, candidates)),
   () => db.destroy(),
 )
