@@ -38,7 +38,7 @@ export type Candidates = (area: QueryArea, filter: ActiveFilter) => Promise<Cand
 /**
  * The first circle nearest-first asks. A dense city holds a page within it and reads a quarter of the rows a 600 m one
  * would; where it is sparse the search widens. On PostgreSQL too, since queries that arrive together are one
- * statement: a second circle costs rows, not a round trip of its own (docs/design/0018-batched-candidates-compiled-writes.md).
+ * statement: a second circle costs rows, not a round trip of its own (docs/design/0021-one-first-circle.md).
  */
 const FIRST_RADIUS_M = 300
 /** The first window of expiry ending-soonest asks, in seconds: short, since a dense city has expiries every second. */
