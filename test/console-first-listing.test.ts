@@ -123,6 +123,10 @@ if (browserAvailable()) {
       await signInWithToken(page, service.baseUrl, provider.token)
       await page.goto(`${service.baseUrl}/console/new`)
       const brandWebName = page.getByLabel('Brand web name')
+      // The form starts from the provider's name once it has loaded: typed before, the web name would be both.
+      await page.waitForFunction(() => document.querySelector<HTMLInputElement>('[name="/brand/displayName/en"]')?.value === 'Web Name Bakery', undefined, {
+        timeout: 10_000,
+      })
       await page.getByLabel('Brand name (English)').fill('Crème Bakery & Sons')
       assert.equal(await brandWebName.inputValue(), 'creme-bakery-sons')
       const item = page.getByRole('group', { name: 'Item 1', exact: true })
