@@ -21,7 +21,10 @@ export async function beginExclusive<DB>(dialect: DialectName, conn: Kysely<DB>)
  * Writes ask it for row locks only: on PostgreSQL two instances changing one row take turns by FOR UPDATE; a
  * SQLite write transaction already holds the database's only write lock.
  */
-export const onPostgres = (db: { getExecutor(): { readonly adapter: unknown } }): boolean => db.getExecutor().adapter instanceof PostgresAdapter
+/** A Kysely or a transaction of one: what tells the dialect. */
+type OnDatabase = { getExecutor(): { readonly adapter: unknown } }
+
+export const onPostgres = (db: OnDatabase): boolean => db.getExecutor().adapter instanceof PostgresAdapter
 
 /**
  * An owner's id (a provider's or a marketplace's) in a read of its rows, as PostgreSQL should plan for it: hidden
@@ -32,8 +35,7 @@ export const onPostgres = (db: { getExecutor(): { readonly adapter: unknown } })
  * listing of its provider. Unnamed statements (all of them through a pooler in transaction mode) are planned for
  * their values every time. SQLite: the value itself.
  */
-export const ownerKey = (db: { getExecutor(): { readonly adapter: unknown } }, id: string): string | RawBuilder<string> =>
-  onPostgres(db) ? sql<string>`(select cast(${id} as text))` : id
+export const ownerKey = (db: OnDatabase, id: string): string | RawBuilder<string> => (onPostgres(db) ? sql<string>`(select cast(${id} as text))` : id)
 
 /**
  * The transaction's commit gives its locks back without waiting for the WAL flush: for one whose writes a crash may

@@ -31,16 +31,15 @@ export class PreparedQuery<Params extends Record<string, unknown>, Row> {
 
   /** On another Kysely of the same dialect: a transaction's. */
   async executeIn(db: Kysely<Tables>, params: Params): Promise<Row[]> {
-    const { sql, query, names } = (this.#compiled ??= this.#compile())
-    const parameters = names.map((name) => params[name])
+    const { sql, query, parameters } = this.bound(params)
     const result = await db.executeQuery<Row>({ sql, query, queryId: createQueryId(), parameters })
     return result.rows
   }
 
-  /** The statement and parameters an execution with `params` sends (for EXPLAIN in tests). */
-  bound(params: Params): { sql: string; parameters: unknown[] } {
-    const { sql, names } = (this.#compiled ??= this.#compile())
-    return { sql, parameters: names.map((name) => params[name]) }
+  /** The statement and parameters an execution with `params` sends (EXPLAIN in tests sends them too). */
+  bound(params: Params): { sql: string; query: CompiledQuery['query']; parameters: unknown[] } {
+    const { sql, query, names } = (this.#compiled ??= this.#compile())
+    return { sql, query, parameters: names.map((name) => params[name]) }
   }
 
   #compile() {
