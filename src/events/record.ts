@@ -69,39 +69,28 @@ const counterBump = (kind: Owner['kind']) =>
   )
 const sqliteCounter = { provider: counterBump('provider'), marketplace: counterBump('marketplace') } satisfies Record<Owner['kind'], unknown>
 
-interface InsertParams extends Record<string, unknown> {
+interface DeliveriesParams extends Record<string, unknown> {
   ownerId: string
-  /** The seq before the first event's. */
-  base: number
   nowMs: number
-  rows: string
+  /** The events as JSON, [{ id, type, bit }]: what their deliveries need. */
+  events: string
 }
 
-const insertedEvents = perDialect<InsertParams, never>(
-  (_db, param) => sql<never>`
-    insert into events (id, owner_id, seq, type, listing_id, created_at_ms, snapshot)
-    select r.value ->> 'id', ${param('ownerId')}, ${param('base')} + (r.value ->> 'ordinal'), r.value ->> 'type',
-      r.value ->> 'listing_id', ${param('nowMs')}, r.value ->> 'snapshot'
-    from json_each(${param('rows')}) as r`,
-)
-
-const insertedDeliveries = perDialect<InsertParams, never>(
+const insertedDeliveries = perDialect<DeliveriesParams, never>(
   (_db, param) => sql<never>`
     insert into webhook_deliveries (id, endpoint_id, event_id, owner_id, event_type, attempts, next_attempt_at_ms, created_at_ms)
     select w.id || ':' || (r.value ->> 'id'), w.id, r.value ->> 'id', w.owner_id, r.value ->> 'type', 0, ${param('nowMs')}, ${param('nowMs')}
-    from json_each(${param('rows')}) as r
+    from json_each(${param('events')}) as r
       join webhook_endpoints w on w.owner_id = ${param('ownerId')} and w.status = 'enabled' and (w.event_mask & (r.value ->> 'bit')) <> 0`,
 )
 
-interface OneParams extends EventRow, Record<string, unknown> {
+interface EventParams extends EventRow, Record<string, unknown> {
   owner_id: string
   seq: number
   created_at_ms: number
-  bit: number
 }
 
-/** One event, the common case (a PATCH, a withdrawal, a hold), from bound values: no JSON for SQLite to parse. */
-const insertedEvent = perDialect<OneParams, never>((db, param) =>
+const insertedEvent = perDialect<EventParams, never>((db, param) =>
   db.insertInto('events').values({
     id: param('id'),
     owner_id: param('owner_id'),
@@ -113,48 +102,19 @@ const insertedEvent = perDialect<OneParams, never>((db, param) =>
   }),
 )
 
-const insertedEventDeliveries = perDialect<OneParams, never>((db, param) =>
-  db
-    .insertInto('webhook_deliveries')
-    .columns(['id', 'endpoint_id', 'event_id', 'owner_id', 'event_type', 'attempts', 'next_attempt_at_ms', 'created_at_ms'])
-    .expression((eb) =>
-      eb
-        .selectFrom('webhook_endpoints as w')
-        .select((s) => [
-          sql<string>`w.id || ':' || ${param('id')}`.as('id'),
-          'w.id as endpoint_id',
-          s.val(param('id')).as('event_id'),
-          'w.owner_id',
-          s.val(param('type')).as('event_type'),
-          sql.lit(0).as('attempts'),
-          s.val(param('created_at_ms')).as('next_attempt_at_ms'),
-          s.val(param('created_at_ms')).as('created_at_ms'),
-        ])
-        .where('w.owner_id', '=', param('owner_id'))
-        .where('w.status', '=', sql.lit('enabled'))
-        .where((w) => w(w('w.event_mask', '&', param('bit')), '<>', sql.lit(0))),
-    ),
-)
-
 /**
  * The events' rows, seq from `firstSeq` on (the caller has bumped event_count), and the webhook deliveries each owes,
  * due at once: one per endpoint enabled and subscribed when it commits, written with the event so none is lost.
- * SQLite (PostgreSQL writes them in the statement that bumps the counter): two statements of fixed text, compiled
- * once (the writer thread, which runs every write, spent much of its time building statements). One event, from
- * bound values; several, the rows one JSON parameter, which SQLite parses again for each value it takes out: for
- * one event that took twice the time of the insert itself.
+ * SQLite (PostgreSQL writes them in the statement that bumps the counter): statements of fixed text, compiled once
+ * (the writer thread, which runs every write, spent much of its time building statements). Each event from bound
+ * values: its snapshot inside a JSON parameter cost SQLite more to take out again than the insert itself.
  */
 export async function insertEvents(tx: Tx, ownerId: string, firstSeq: number, nowMs: number, rows: readonly EventRow[]): Promise<void> {
-  if (rows.length === 1) {
-    const [row] = rows as [EventRow]
-    const params: OneParams = { ...row, owner_id: ownerId, seq: firstSeq, created_at_ms: nowMs, bit: eventBit(row.type) }
-    await insertedEvent(tx).executeIn(tx, params)
-    await insertedEventDeliveries(tx).executeIn(tx, params)
-    return
+  for (const [i, row] of rows.entries()) {
+    await insertedEvent(tx).executeIn(tx, { ...row, owner_id: ownerId, seq: firstSeq + i, created_at_ms: nowMs })
   }
-  const params: InsertParams = { ownerId, base: firstSeq - 1, nowMs, rows: deliveryRowsJson(rows) }
-  await insertedEvents(tx).executeIn(tx, params)
-  await insertedDeliveries(tx).executeIn(tx, params)
+  const events = JSON.stringify(rows.map(({ id, type }) => ({ id, type, bit: eventBit(type) })))
+  await insertedDeliveries(tx).executeIn(tx, { ownerId, nowMs, events })
 }
 
 /** The rows as one JSON parameter (the statement's text stays the same whatever their number), with each type's bit. */
