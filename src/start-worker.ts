@@ -17,14 +17,20 @@ export const siblingModule = (base: string, name: string) => new URL(`./${name}$
 
 type Reply = { id: number; value: unknown } | { id: number; error: { message: string; code?: string } }
 
+type Asked = { id: number; request: unknown }
+
 /**
  * A worker thread that answers requests by id (serveRequests on its side): started with the first request, started
  * again after it dies, failing the requests it held. Only a request waiting for its answer keeps the process alive.
+ * Requests asked in one task cross in one message, and the answers to a group in one: a message costs both threads
+ * about as much as a small request's own work. The requests go as that task ends: waiting for the loop's next turn
+ * to gather more left the thread idle (docs/benchmarks.md, "The night of 2026-11-27").
  */
 export class ThreadRequests<Request extends object> {
   #worker?: Worker
   readonly #pending = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>()
   #nextId = 0
+  #outbox: Asked[] = []
 
   constructor(
     private readonly url: URL,
@@ -37,11 +43,19 @@ export class ThreadRequests<Request extends object> {
       const id = ++this.#nextId
       this.#pending.set(id, { resolve, reject })
       worker.ref()
-      worker.postMessage({ id, request })
+      if (this.#outbox.push({ id, request }) === 1) queueMicrotask(() => this.#send())
     })
   }
 
+  /** Sends what was asked in this task; requests the thread's death has failed meanwhile are not sent. */
+  #send(): void {
+    const asked = this.#outbox.filter(({ id }) => this.#pending.has(id))
+    this.#outbox = []
+    if (asked.length > 0) (this.#worker ??= this.#start()).postMessage(asked)
+  }
+
   async close(): Promise<void> {
+    this.#send()
     const worker = this.#worker
     if (!worker) return
     this.#worker = undefined
@@ -53,14 +67,16 @@ export class ThreadRequests<Request extends object> {
 
   #start(): Worker {
     const worker = startModuleWorker(this.url, this.workerData)
-    worker.on('message', (reply: Reply) => {
-      const pending = this.#pending.get(reply.id)
-      this.#pending.delete(reply.id)
+    worker.on('message', (replies: Reply[]) => {
+      for (const reply of replies) {
+        const pending = this.#pending.get(reply.id)
+        this.#pending.delete(reply.id)
+        if (!pending) continue
+        // Errors keep their code, which says what they are (isDatabaseUnavailable, isUniqueViolation).
+        if ('error' in reply) pending.reject(Object.assign(new Error(reply.error.message), { name: 'SqliteError', code: reply.error.code }))
+        else pending.resolve(reply.value)
+      }
       if (this.#pending.size === 0) worker.unref()
-      if (!pending) return
-      // Errors keep their code, which says what they are (isDatabaseUnavailable, isUniqueViolation).
-      if ('error' in reply) pending.reject(Object.assign(new Error(reply.error.message), { name: 'SqliteError', code: reply.error.code }))
-      else pending.resolve(reply.value)
     })
     const fail = (error: Error) => {
       for (const pending of this.#pending.values()) pending.reject(error)
@@ -93,10 +109,12 @@ export function serveRequests(port: MessagePort, answerAll: (requests: never[]) 
       const group = waiting
       waiting = []
       const outcomes = await answerAll(group.map((one) => one.request)).catch((error: unknown) => group.map(() => ({ ok: false as const, error })))
-      group.forEach(({ id }, i) => {
-        const outcome = outcomes[i] as Settled<unknown>
-        port.postMessage((outcome.ok ? { id, value: outcome.value } : { id, error: errorReply(outcome.error) }) satisfies Reply)
-      })
+      port.postMessage(
+        group.map(({ id }, i): Reply => {
+          const outcome = outcomes[i] as Settled<unknown>
+          return outcome.ok ? { id, value: outcome.value } : { id, error: errorReply(outcome.error) }
+        }),
+      )
     }
     turn = undefined
     if (closing) {
@@ -104,9 +122,9 @@ export function serveRequests(port: MessagePort, answerAll: (requests: never[]) 
       port.close()
     }
   }
-  port.on('message', (message: { id: number; request: never } | { close: true }) => {
+  port.on('message', (message: Array<{ id: number; request: never }> | { close: true }) => {
     if ('close' in message) closing = true
-    else waiting.push(message)
+    else waiting.push(...message)
     // What else has arrived by the next turn of this thread's loop joins the group.
     turn ??= new Promise((resolve) => setImmediate(resolve)).then(serve)
   })

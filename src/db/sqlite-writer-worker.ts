@@ -1,9 +1,10 @@
 /** The SQLite writer thread: every write of a SQLite file runs on its connection. */
 import { parentPort, workerData } from 'node:worker_threads'
-import { Kysely, SqliteDialect, type ControlledTransaction } from 'kysely'
+import { Kysely, SqliteDialect, type CompiledQuery, type ControlledTransaction } from 'kysely'
 import { serveRequests } from '../start-worker.js'
 import type { Settled } from '../trailing-batches.js'
 import { openSqliteConnection } from './sqlite-connection.js'
+import { runsDirectly } from './prepared-query.js'
 import { withStatementCache } from './sqlite-statements.js'
 import type { Tables } from './tables.js'
 import { queryOperation } from './query-operation.js'
@@ -23,6 +24,14 @@ type Run = (tx: unknown, ...args: unknown[]) => Promise<unknown>
 
 /** At most this many writes share a commit: bounds how long the first of them waits for it. */
 const MAX_TOGETHER = 64
+
+/** A transaction's PreparedQuery statements, run and timed here (runsDirectly). */
+function runTimed(query: CompiledQuery): unknown[] {
+  const started = performance.now()
+  const { rows } = runStatement(query.sql, query.parameters as unknown[])
+  queries.push([queryOperation(query), (performance.now() - started) / 1000])
+  return rows
+}
 
 function runStatement(sql: string, parameters: unknown[]) {
   const statement = statements.prepare(sql)
@@ -53,6 +62,7 @@ const releaseSavepoint = statements.prepare('release write')
 
 async function commitTogether(group: WriterRequest[]): Promise<Array<Settled<unknown>>> {
   const trx = await db.startTransaction().execute()
+  runsDirectly(trx, runTimed)
   try {
     const done: Array<Settled<unknown>> = []
     for (const request of group) {

@@ -31,6 +31,8 @@ export function answerWrongMethods(app: FastifyInstance): onRequestAsyncHookHand
     }
   })
   return async (request, reply) => {
+    // A route matched this method: nothing to look up (most requests).
+    if (!request.is404) return
     const path = request.url.split('?')[0] as string
     const allowed = new Set(literal.get(path))
     if (allowed.size === 0) for (const route of patterns) if (route.matches.test(path)) route.methods.forEach((method) => allowed.add(method))
