@@ -31,10 +31,11 @@ export function answerWrongMethods(app: FastifyInstance): onRequestAsyncHookHand
     }
   })
   return async (request, reply) => {
-    // A route matched this method: nothing to look up (most requests).
-    if (!request.is404) return
     const path = request.url.split('?')[0] as string
-    const allowed = new Set(literal.get(path))
+    const known = literal.get(path)
+    // A pattern route matched this method, and the path is not a literal route's: nothing to look up.
+    if (!request.is404 && known === undefined) return
+    const allowed = new Set(known)
     if (allowed.size === 0) for (const route of patterns) if (route.matches.test(path)) route.methods.forEach((method) => allowed.add(method))
     if (allowed.size === 0 || allowed.has(request.method)) return
     if (allowed.has('GET')) allowed.add('HEAD')

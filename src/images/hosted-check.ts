@@ -7,11 +7,21 @@ import { imageFileName, type Uploads } from './uploads.js'
 
 /** Where this service is reached, by its own urls: PUBLIC_BASE_URL, else http://HOST:PORT with the port it listens on. */
 export function serviceAddress(config: Pick<Config, 'PUBLIC_BASE_URL' | 'HOST' | 'PORT'>, listeningPort: () => number | undefined) {
-  const own = () => publicBaseUrl({ ...config, PUBLIC_BASE_URL: undefined, PORT: listeningPort() ?? config.PORT })
+  // Asked of the socket until it listens, then kept: a listening port does not change, and asking is a system call
+  // on every create.
+  let listening: { own: string; origins: string[] } | undefined
+  const address = () => {
+    if (listening) return listening
+    const port = listeningPort()
+    const own = publicBaseUrl({ ...config, PUBLIC_BASE_URL: undefined, PORT: port ?? config.PORT })
+    const origins = [own, ...(config.PUBLIC_BASE_URL === undefined ? [] : [publicBaseUrl(config)])].map((url) => new URL(url).origin)
+    if (port !== undefined) listening = { own, origins }
+    return { own, origins }
+  }
   return {
-    baseUrl: () => (config.PUBLIC_BASE_URL === undefined ? own() : publicBaseUrl(config)),
+    baseUrl: () => (config.PUBLIC_BASE_URL === undefined ? address().own : publicBaseUrl(config)),
     /** Both, as origins: an image url under either is one of ours. */
-    origins: () => [own(), ...(config.PUBLIC_BASE_URL === undefined ? [] : [publicBaseUrl(config)])].map((url) => new URL(url).origin),
+    origins: () => address().origins,
   }
 }
 
