@@ -17,13 +17,13 @@ export async function beginExclusive<DB>(dialect: DialectName, conn: Kysely<DB>)
   }
 }
 
+/** A Kysely or a transaction of one: what tells the dialect. */
+type OnDatabase = { getExecutor(): { readonly adapter: unknown } }
+
 /**
  * Writes ask it for row locks only: on PostgreSQL two instances changing one row take turns by FOR UPDATE; a
  * SQLite write transaction already holds the database's only write lock.
  */
-/** A Kysely or a transaction of one: what tells the dialect. */
-type OnDatabase = { getExecutor(): { readonly adapter: unknown } }
-
 export const onPostgres = (db: OnDatabase): boolean => db.getExecutor().adapter instanceof PostgresAdapter
 
 /**

@@ -15,9 +15,10 @@ if (!parentPort) throw new Error('sqlite-writer-worker runs as a worker thread')
 const statements = withStatementCache(openSqliteConnection((workerData as { path: string }).path))
 /** The queries of the transaction running now, each with how long it took: sent back for the service's metrics. */
 let queries: TimedQuery[] = []
+const timed = (query: CompiledQuery, millis: number) => void queries.push([queryOperation(query), millis / 1000])
 const db = new Kysely<Tables>({
   dialect: new SqliteDialect({ database: statements }),
-  log: (event) => void queries.push([queryOperation(event.query), event.queryDurationMillis / 1000]),
+  log: (event) => timed(event.query, event.queryDurationMillis),
 })
 
 type Run = (tx: unknown, ...args: unknown[]) => Promise<unknown>
@@ -29,7 +30,7 @@ const MAX_TOGETHER = 64
 function runTimed(query: CompiledQuery): unknown[] {
   const started = performance.now()
   const { rows } = runStatement(query.sql, query.parameters as unknown[])
-  queries.push([queryOperation(query), (performance.now() - started) / 1000])
+  timed(query, performance.now() - started)
   return rows
 }
 

@@ -110,14 +110,13 @@ const insertedEvent = perDialect<EventParams, never>((db, param) =>
  * values: its snapshot inside a JSON parameter cost SQLite more to take out again than the insert itself.
  */
 export async function insertEvents(tx: Tx, ownerId: string, firstSeq: number, nowMs: number, rows: readonly EventRow[]): Promise<void> {
-  for (const [i, row] of rows.entries()) {
-    await insertedEvent(tx).executeIn(tx, { ...row, owner_id: ownerId, seq: firstSeq + i, created_at_ms: nowMs })
-  }
+  const insert = insertedEvent(tx)
+  for (const [i, row] of rows.entries()) await insert.executeIn(tx, { ...row, owner_id: ownerId, seq: firstSeq + i, created_at_ms: nowMs })
   const events = JSON.stringify(rows.map(({ id, type }) => ({ id, type, bit: eventBit(type) })))
   await insertedDeliveries(tx).executeIn(tx, { ownerId, nowMs, events })
 }
 
-/** The rows as one JSON parameter (the statement's text stays the same whatever their number), with each type's bit. */
+/** PostgreSQL's rows as one JSON parameter (the statement's text stays the same whatever their number), with each type's bit. */
 const deliveryRowsJson = (rows: readonly EventRow[]) => JSON.stringify(rows.map((row, i) => ({ ...row, ordinal: i + 1, bit: eventBit(row.type) })))
 
 interface TogetherParams extends Record<string, unknown> {
