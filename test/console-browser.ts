@@ -174,6 +174,16 @@ export async function signInWithToken(page: Page, baseUrl: string, token: string
 
 const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 
+/**
+ * Waits (bounded) until the new-listing form has read the provider's previous listing: the brand image URL is filled.
+ * Typing into the brand before then races the prefill, which may land in the middle of Playwright's fill.
+ */
+export async function prefilledFromLastListing(page: Page): Promise<void> {
+  await page.waitForFunction(() => (document.querySelector<HTMLInputElement>('[name="/brand/imageUrl"]')?.value ?? '') !== '', undefined, {
+    timeout: 10_000,
+  })
+}
+
 export interface AxeViolation {
   id: string
   impact: string | null

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Browser, BrowserContext } from 'playwright-core'
 import {
   browserAvailable,
   descriptionOf,
@@ -8,6 +8,7 @@ import {
   goodImage,
   launchBrowser,
   PHONE,
+  prefilledFromLastListing,
   shown,
   signInWithToken,
   startConsoleService,
@@ -21,13 +22,6 @@ import { item } from './fixtures.js'
 // when something is missing, and what the listings screen says of each listing. The names used are CONSOLE.md's.
 
 const field = (pointer: string) => `[name="${pointer}"]`
-
-/** Waits (bounded) until the form has read the provider's previous listing: the brand image URL is filled. */
-async function prefilledFromLastListing(page: Page): Promise<void> {
-  await page.waitForFunction(() => (document.querySelector<HTMLInputElement>('[name="/brand/imageUrl"]')?.value ?? '') !== '', undefined, {
-    timeout: 10_000,
-  })
-}
 
 if (browserAvailable()) {
   describe('a first-time seller in the console', { timeout: 600_000 }, () => {
