@@ -193,7 +193,43 @@ export function percentile(values: number[], p: number): number {
 export function machine(): string {
   const cpu = cpus()[0]?.model ?? 'unknown CPU'
   const gib = (bytes: number) => `${(bytes / 1024 ** 3).toFixed(1)} GiB`
-  return `${cpus().length} × ${cpu}, ${gib(totalmem())} RAM (${gib(freemem())} free), Linux ${release()}, Node ${process.version}`
+  return `${cpus().length} × ${cpu}, ${gib(totalmem())} RAM (${gib(freemem())} free), Linux ${release()}, Node ${process.version}; ${machineSpeed()}`
+}
+
+/**
+ * Two probes taken as the result is written, so that results from different machines can be told apart: on another
+ * host of the same size, the same build's PATCH has cost the service's main thread four times what it cost the night
+ * before (docs/benchmarks.md, "A slower machine"). The median of 5 tries each; the machine should be idle then.
+ */
+export function machineSpeed(): string {
+  const median = (tries: number[]) => [...tries].sort((a, b) => a - b)[tries.length >> 1] as number
+  const timed = (work: () => void) => {
+    const started = process.hrtime.bigint()
+    work()
+    return Number(process.hrtime.bigint() - started)
+  }
+  const fd = openSync('/dev/null', 'r')
+  const syscallNs = median(
+    Array.from(
+      { length: 5 },
+      () =>
+        timed(() => {
+          for (let i = 0; i < 20_000; i++) fstatSync(fd)
+        }) / 20_000,
+    ),
+  )
+  closeSync(fd)
+  let _sink = 0 // a variable of the closure: the loop has an effect, and is not optimised away
+  const loopMs = median(
+    Array.from(
+      { length: 5 },
+      () =>
+        timed(() => {
+          for (let i = 0; i < 10_000_000; i++) _sink += i % 7
+        }) / 1e6,
+    ),
+  )
+  return `probes: a system call (fstat) ${(syscallNs / 1000).toFixed(2)} µs, a JavaScript loop of 10⁷ ${loopMs.toFixed(0)} ms`
 }
 
 /** Writes bench/results/<date>[-<name>].md and returns its path. */
