@@ -234,9 +234,6 @@ export async function anImage(service: TestService, token: string): Promise<stri
   return new URL(uploaded.body.url).pathname.slice('/images/'.length)
 }
 
-/** The image whose file the 500 provocation of the image route replaced by a folder. */
-let imageOfBroken = ''
-
 /** A webhook endpoint of the provider with `token`: its id. */
 export async function anEndpoint(service: TestService, token: string): Promise<string> {
   const created = await service.request('POST', '/api/v1/webhooks', { token, json: WEBHOOK_BODY })
@@ -419,12 +416,6 @@ export async function realParameters(service: TestService, token: string, route:
     reservationId: reservations[0] as string,
   }
 }
-
-/** The listing the 500 provocations of one-listing routes made before renaming a column it needs. */
-let listingOfRenamed = { id: '', referenceId: '' }
-
-/** The endpoint the 500 provocations of webhook routes made before renaming a column they need. */
-let endpointOfRenamed = ''
 
 /** A table every create writes (its event): without it a create fails with an unexpected error. */
 export const dropItems = (service: TestService) => sql`drop table events`.execute(service.database.kysely).then(() => {})
@@ -690,21 +681,24 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       },
       send: (service, token) => service.list(token),
     },
-    ...[ONE, BY_REFERENCE, PATCH, WITHDRAW].map((route): Provocation => ({
-      route,
-      async prepare(service, token) {
-        const { id, referenceId } = await aListing(service, token)
-        listingOfRenamed = { id, referenceId }
-        await renameColumn('listings', 'items_record')(service)
-      },
-      send: (service, token) => {
-        const { id, referenceId } = listingOfRenamed
-        if (route === BY_REFERENCE) return service.request('GET', `/api/v1/listing/by-reference/${referenceId}`, { token })
-        if (route === ONE) return service.request('GET', `/api/v1/listing/${id}`, { token })
-        if (route === PATCH) return service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } })
-        return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })
-      },
-    })),
+    ...[ONE, BY_REFERENCE, PATCH, WITHDRAW].map((route): Provocation => {
+      // The listing made before renaming a column it needs.
+      let listing = { id: '', referenceId: '' }
+      return {
+        route,
+        async prepare(service, token) {
+          listing = await aListing(service, token)
+          await renameColumn('listings', 'items_record')(service)
+        },
+        send: (service, token) => {
+          const { id, referenceId } = listing
+          if (route === BY_REFERENCE) return service.request('GET', `/api/v1/listing/by-reference/${referenceId}`, { token })
+          if (route === ONE) return service.request('GET', `/api/v1/listing/${id}`, { token })
+          if (route === PATCH) return service.request('PATCH', `/api/v1/listing/${id}`, { token, json: { items: [{ position: 0, quantity: 3 }] } })
+          return service.request('POST', `/api/v1/listing/${id}/withdraw`, { token })
+        },
+      }
+    }),
     {
       route: EVENTS,
       async prepare(service, token) {
@@ -719,14 +713,17 @@ export const provocations: Record<ProblemType, Provocation[]> = {
       send: (service: TestService, token: string) => authenticated[route]!(service, token),
     })),
     // Each reads or returns the endpoint's url; a delete removes its log, whose table loses a column here.
-    ...WEBHOOK_ROUTES_OF_ONE.map(([route, method, path]): Provocation => ({
-      route,
-      async prepare(service, token) {
-        endpointOfRenamed = await anEndpoint(service, token)
-        await (route === WEBHOOK_DELETE ? renameColumn('webhook_attempts', 'endpoint_id') : renameColumn('webhook_endpoints', 'url'))(service)
-      },
-      send: (service, token) => toEndpoint(service, token, method, path, endpointOfRenamed),
-    })),
+    ...WEBHOOK_ROUTES_OF_ONE.map(([route, method, path]): Provocation => {
+      let endpoint = ''
+      return {
+        route,
+        async prepare(service, token) {
+          endpoint = await anEndpoint(service, token)
+          await (route === WEBHOOK_DELETE ? renameColumn('webhook_attempts', 'endpoint_id') : renameColumn('webhook_endpoints', 'url'))(service)
+        },
+        send: (service, token) => toEndpoint(service, token, method, path, endpoint),
+      }
+    }),
     {
       route: DISCOVER,
       async prepare(service, token) {
@@ -758,16 +755,19 @@ export const provocations: Record<ProblemType, Provocation[]> = {
     { route: CANCEL, prepare: renameColumn('reservations', 'listing_id'), send: (service, token) => authenticated[CANCEL]!(service, token) },
     { route: STOCK, prepare: renamePageColumn, send: (service, token) => authenticated[STOCK]!(service, token) },
     // A file the store cannot read: a folder where the image was.
-    {
-      route: IMAGE,
-      async prepare(service, token) {
-        imageOfBroken = await anImage(service, token)
-        const folder = join(service.config.IMAGE_STORE_URL.slice('file:'.length), imageOfBroken)
-        rmSync(folder)
-        mkdirSync(folder)
-      },
-      send: (service) => service.request('GET', `/images/${imageOfBroken}`),
-    },
+    ((): Provocation => {
+      let image = ''
+      return {
+        route: IMAGE,
+        async prepare(service, token) {
+          image = await anImage(service, token)
+          const folder = join(service.config.IMAGE_STORE_URL.slice('file:'.length), image)
+          rmSync(folder)
+          mkdirSync(folder)
+        },
+        send: (service) => service.request('GET', `/images/${image}`),
+      }
+    })(),
   ],
   unavailable: [
     // A create's first step, the referenceId lookup, is a read on the request's connection (its write would wait
@@ -807,9 +807,12 @@ export const provocations: Record<ProblemType, Provocation[]> = {
   ],
 }
 
-/** Sends a provocation, on a service of its own when it breaks the database or needs its own configuration. */
+/** Whether `provoke` starts a service of its own for it: it breaks the database or needs its own configuration. */
+export const onItsOwnService = (provocation: Provocation): boolean => provocation.prepare !== undefined || provocation.env !== undefined
+
+/** Sends a provocation, on the file's service or on one of its own (`onItsOwnService`). */
 export async function provoke(service: TestService, provocation: Provocation): Promise<Response> {
-  if (!provocation.prepare && !provocation.env) return provocation.send(service, (await service.newProvider()).token)
+  if (!onItsOwnService(provocation)) return provocation.send(service, (await service.newProvider()).token)
   const own = await startService('sqlite', { env: provocation.env })
   try {
     const { token } = (await outsideTheService(own, (database) => new ProviderRepository(database).create({ name: 'provoked' }, own.clock()))).token

@@ -173,14 +173,16 @@ export async function startServer(env: Record<string, string | undefined>, optio
     stderr += chunk
     notify()
   })
+  // Set before the waiters are told: a waiter checks it at once, and a flag set in a `.then` would arrive a tick
+  // late, leaving a server that exited before its "ready" to be noticed only at the wait's timeout.
+  let hasClosed = false
   const closed = new Promise<Exit>((resolve) => {
     child.once('close', (code, signal) => {
+      hasClosed = true
       resolve({ code, signal })
       notify()
     })
   })
-  let hasClosed = false
-  void closed.then(() => (hasClosed = true))
 
   const logLines = () => [...jsonLines(stdout), ...jsonLines(stderr)]
 
