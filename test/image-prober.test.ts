@@ -354,7 +354,7 @@ describe('image prober: sharing, caching and bounds', () => {
           ...[0, 1, 2].map((i) => ({ pointer: `/items/${i}/imageUrl`, url: server.url(`/hang/takes-a-slot-${i}`) })),
           { pointer: '/items/3/imageUrl', url: shared },
         ],
-        { provider: 'attacker', signal: attackerGone.signal },
+        { provider: 'attacker', clientGone: () => attackerGone.signal },
       )
       .then(
         () => 'attacker answered',

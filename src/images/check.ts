@@ -9,8 +9,11 @@ export interface ImageRef {
 export interface ImageCheckOptions {
   /** Whose create it is: fetches are shared fairly between providers. */
   provider: string
-  /** Aborts when the client has gone: its probes are given up unless another request shares them. */
-  signal?: AbortSignal
+  /**
+   * A signal that aborts when the client has gone: its probes are given up unless another request shares them.
+   * Asked for only when a probe must run: most creates name images already judged, and a signal per create costs.
+   */
+  clientGone?: () => AbortSignal
 }
 
 /** Checks every image of a listing before it is stored; throws a Problem when one fails (ImageProber.check). */

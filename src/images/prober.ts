@@ -127,7 +127,8 @@ export class ImageProber {
    */
   readonly check: ImageCheck = async (images, options = { provider: '' }) => {
     if (this.#allCached(images)) return
-    const { provider, signal } = options
+    const { provider } = options
+    const signal = options.clientGone?.()
     const urls = [...new Set(images.map(({ url }) => url))]
     const waiting = urls.filter((url) => !this.#cache.get(url)).length
     const refusal = this.#backlog.tryAdd(provider, waiting)

@@ -291,14 +291,14 @@ export async function createListing(
   deps: CreateListingDeps,
   provider: Provider,
   input: CreateListingInput,
-  /** Aborts when the client has gone before its answer: the image probes it alone waits for are given up. */
-  clientGone?: AbortSignal,
+  /** A signal that aborts when the client has gone before its answer: the image probes it alone waits for are given up. */
+  clientGone?: () => AbortSignal,
 ): Promise<CreateListingOutcome> {
   const prepared = prepareListing(provider.id, input)
   const existing = await deps.listings.findByReference(provider.id, input.referenceId)
   if (existing) return replay(existing, prepared.requestHash, input)
 
-  await deps.checkImages(listingImages(input), { provider: provider.id, signal: clientGone })
+  await deps.checkImages(listingImages(input), { provider: provider.id, clientGone })
 
   try {
     const stored = await deps.creates.store({

@@ -71,7 +71,7 @@ export const listingRoutes: FastifyPluginAsyncTypebox<ListingRoutesOptions> = as
       },
     },
     async (request, reply) => {
-      const outcome = await createListing(create, providerOf(request), request.body, clientGone(reply))
+      const outcome = await createListing(create, providerOf(request), request.body, () => clientGone(reply))
       return reply.code(outcome.status).send(outcome.body)
     },
   )
