@@ -5,7 +5,7 @@
  * (after a warm-up that is not counted) the service's threads' CPU is read from /proc/<pid>/task/<tid>/stat. The
  * main thread is the process's own task; "busiest other" is, on SQLite, the writer thread.
  *
- *   npx tsx bench/thread-cpu.ts --baseline /work/base-0492 --dialects sqlite --rounds 2
+ *   npx tsx bench/thread-cpu.ts --baseline /work/base-0492 --dialects sqlite --rounds 2 [--scenarios patch,create1,create2-places]
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
@@ -17,7 +17,9 @@ import { COUNTER, runLoad, UNIQUE, type RequestKind } from './load.js'
 
 const { values: args } = parseArgs({ options: { ...AB_OPTIONS, listings: { type: 'string', default: '1000' } } })
 if (!args.baseline) {
-  console.error('usage: npx tsx bench/thread-cpu.ts --baseline <root> [--candidate <root>] [--dialects sqlite,postgres] [--rounds 2] [--duration 8]')
+  console.error(
+    'usage: npx tsx bench/thread-cpu.ts --baseline <root> [--candidate <root>] [--dialects sqlite,postgres] [--rounds 2] [--duration 8] [--scenarios patch,create1,create2-places]',
+  )
   process.exit(2)
 }
 const ROUNDS = Number(args.rounds)
@@ -27,10 +29,12 @@ const builds = buildsOf(args.baseline, args.candidate)
 for (const build of builds) await loadBuild(build.root)
 const cleanups = cleanUpOnSignals('stopping the services and dropping the databases')
 const images = await startImageServer()
-cleanups.add(() => images.close())
 
 // /proc counts CPU in clock ticks, 100 a second on Linux/x86.
 const TICKS_PER_SECOND = 100
+
+/** Stands in for a latitude in a body's JSON until the body is text. */
+const PLACE = '@PLACE@'
 
 /** CPU seconds so far of each thread of `pid`, by thread id. */
 function threadCpu(pid: number): Map<string, number> {
@@ -55,8 +59,20 @@ const SCENARIOS = {
     body: `{"items":[{"position":0,"quantity":${COUNTER}}]}`,
   }),
   create1: (served: ServedPages): RequestKind => createRequest(served, JSON.stringify(listingBody(UNIQUE, images.url('/img/brand.png'), [undefined]))),
+  // 2-item creates each at its own place, as the discovery seeding (compare.ts's create-many) but of one provider:
+  // every one lands elsewhere in the discovery indexes. Latitudes 24.51…24.5999999 along one meridian.
+  'create2-places': (served: ServedPages): RequestKind =>
+    createRequest(
+      served,
+      JSON.stringify({
+        ...listingBody(UNIQUE, images.url('/img/brand.png'), [undefined, undefined]),
+        location: { latitude: PLACE, longitude: 46.6753 },
+      }).replace(`"${PLACE}"`, `24.5${COUNTER}`),
+    ),
 }
-const CONNECTIONS: Record<keyof typeof SCENARIOS, number> = { patch: 50, create1: 16 }
+const CONNECTIONS: Record<keyof typeof SCENARIOS, number> = { patch: 50, create1: 16, 'create2-places': 50 }
+const chosen = (args.scenarios?.split(',') ?? Object.keys(SCENARIOS)) as Array<keyof typeof SCENARIOS>
+for (const name of chosen) if (!(name in SCENARIOS)) throw new Error(`unknown scenario ${name}: one of ${Object.keys(SCENARIOS).join(', ')}`)
 
 interface Measured {
   rps: number
@@ -96,7 +112,7 @@ try {
     for (const build of builds) served.push(await servePages(dialect, build, images, cleanups, pagesOptions(Number(args.listings), undefined)))
     const runs = new Map<string, Measured[]>()
     for (let round = 0; round < ROUNDS; round++) {
-      for (const scenario of Object.keys(SCENARIOS) as Array<keyof typeof SCENARIOS>) {
+      for (const scenario of chosen) {
         for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
           const side = served[i] as ServedPages
           const measured = await measure(side, scenario)
@@ -127,5 +143,7 @@ try {
   }
 } finally {
   await cleanups.run()
+  // Not among the clean-ups, which run after each database: the next one's seeding needs it.
+  await images.close()
 }
 console.log(`written to ${writeResult('thread-cpu', sections.join('\n'))}`)
