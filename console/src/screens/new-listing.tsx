@@ -203,7 +203,11 @@ export function NewListing({ providerName }: { providerName?: string }) {
 
   useEffect(() => {
     if (focusItem.current === undefined) return
-    document.getElementById(fieldId(`/items/${focusItem.current}/displayName/ar`))?.focus()
+    // A render already under way when "Add item" was pressed runs this before the new item exists: keep the request
+    // for the render that adds it.
+    const field = document.getElementById(fieldId(`/items/${focusItem.current}/displayName/ar`))
+    if (!field) return
+    field.focus()
     focusItem.current = undefined
   })
 
