@@ -20,7 +20,8 @@
  *                the rate on the warm-up listing whose deliveries are awaited and left out, so the other scenarios
  *                deliver nothing
  *   discover     5 km nearest-first pages of 20 around a city of --city-listings listings (city.ts), on two
- *                databases seeded alike: `none` holds nothing, `held` has 1 unit held on every 10th listing
+ *                databases seeded alike: `none` holds nothing, `held` has 1 unit held on every --held-every-th
+ *                listing (10; with 0 it holds nothing either: an A/A check of the two cities)
  *
  * Holds are warmed up on a listing of their own, so that a measured listing's open holds are only its own. After the
  * rounds, the accounting is checked: each hot listing's `held` (GET …/stock) against its held reservations listed by
@@ -67,6 +68,8 @@ const { values: args } = parseArgs({
     'open-holds': { type: 'string', default: '20000' },
     /** Listings of the discovery city, each database. */
     'city-listings': { type: 'string', default: '100000' },
+    /** Every Nth listing of the `held` city holds 1 unit; 0 holds none there (an A/A check of the two cities). */
+    'held-every': { type: 'string', default: '10' },
     /** webhook-lag: holds per second, open loop, and for how many seconds. */
     'hold-rate': { type: 'string', default: '500' },
     sustain: { type: 'string', default: '20' },
@@ -105,8 +108,7 @@ const HOLD_SECONDS = 3600
 const TTL_S = 86_400
 const CITY_RADIUS_KM = 10
 const CITY_PROVIDERS = 10
-/** Every HELD_EVERY-th listing of the `held` city holds a reservation of 1 unit. */
-const HELD_EVERY = 10
+const HELD_EVERY = Number(args['held-every'])
 const DISCOVER_SIDES = ['none', 'held'] as const
 /** How long a hold sent once waits for its answer: every answer is awaited, even on a loaded machine. */
 const ANSWER_WAIT_MS = 120_000
@@ -284,7 +286,7 @@ async function prepareCity(dialect: Dialect, side: CityBench['side']): Promise<C
   const tokens = await makeClients(fresh.url, [], MARKETPLACES)
   const service = await serve(fresh.url, providerToken)
   const city: CityBench = { side, service, marketplaceToken: tokens.marketplaces[0] as string, heldListings: 0 }
-  if (side === 'held') {
+  if (side === 'held' && HELD_EVERY > 0) {
     const chosenListings = listings.filter((_, i) => i % HELD_EVERY === 0)
     const requests = chosenListings.map(({ id }, i) => {
       const kind = holdKinds(id, tokens.marketplaces)[i % MARKETPLACES] as RequestKind
@@ -690,7 +692,9 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
       const held = cities.find((city) => city.side === 'held')
       lines.push(
         `Discovery databases: ${fmt(CITY_LISTINGS)} listings of ${CITY_PROVIDERS} providers within ${CITY_RADIUS_KM} km of (${DENSE_CITY.latitude}, ${DENSE_CITY.longitude}), 1 item of quantity 10 each, seeded straight into the tables (bench/seed.ts) identically; ` +
-          `\`held\`: 1 unit of every ${HELD_EVERY}th listing held (${fmt(held?.heldListings ?? 0)} holds through the API, ${fmt(held?.hold?.rps ?? NaN)}/s, answered ${held?.hold ? answersOf(held.hold) : '–'}; none runs out during the run); \`none\`: no hold.`,
+          (HELD_EVERY > 0
+            ? `\`held\`: 1 unit of every ${HELD_EVERY}th listing held (${fmt(held?.heldListings ?? 0)} holds through the API, ${fmt(held?.hold?.rps ?? NaN)}/s, answered ${held?.hold ? answersOf(held.hold) : '–'}; none runs out during the run); \`none\`: no hold.`
+            : '`held` holds nothing either (`--held-every 0`): an A/A check of the two cities.'),
         '',
       )
     }
@@ -712,7 +716,8 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
     }
     if (record.has('discover held') && record.has('discover none')) {
       const ratio = median('discover held') / median('discover none')
-      verdicts.push(`- ${mark(ratio >= 0.9)} discovery with 10% of listings holding a reservation ÷ with none = ${fmt(ratio, 3)} (target ≥ 0.9)`)
+      const what = HELD_EVERY > 0 ? `${fmt(100 / HELD_EVERY)}% of listings holding a reservation` : 'no hold in either city (A/A)'
+      verdicts.push(`- ${mark(ratio >= 0.9)} discovery with ${what} ÷ with none = ${fmt(ratio, 3)} (target ≥ 0.9)`)
     }
     verdicts.push(...lagVerdicts(lagRounds))
     for (const key of [...measured]) if (record.failures(key) > 0) verdicts.push(`- ✗ \`${key}\`: ${record.failures(key)} failures`)
