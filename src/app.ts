@@ -215,8 +215,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       api.addHook('onRoute', documentBearerAuth)
       // Its own 404 handler keeps unknown /api/v1 paths behind authentication too.
       api.setNotFoundHandler(notFoundHandler)
+      // Pages and discovery keep the listings they send here, each in its own form.
+      const representations = new Representations(REPRESENTATIONS_BYTES)
       await api.register(listingRoutes, {
         listings,
+        representations,
         clock,
         create: {
           listings,
@@ -250,7 +253,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       const cursors = await CursorCodec.of(database)
       await api.register(discoveryRoutes, {
         discovery,
-        representations: new Representations(REPRESENTATIONS_BYTES),
+        representations,
         cursors,
         clock,
       })

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto'
 import { fromThousandths, type ItemColumns } from './columns.js'
-import { statusAndVersion } from './listing-state.js'
+import { statusAndVersion, type ListingStatus } from './listing-state.js'
+import type { Representations } from './representations.js'
 import type { ListingsPage } from './schemas.js'
 
-/** A listing as the page query reads it: its row's columns and its items as the page shows them. */
+/** A listing as the page query reads it: its row's columns. */
 export interface PageListing {
   id: string
   referenceId: string
@@ -14,7 +15,8 @@ export interface PageListing {
   expiryRecorded: boolean
   brandNameAr: string
   brandNameEn: string
-  items: ListingsPage['content'][number]['items']
+  /** The items as stored (listings.items_record): read only for an entry not kept already. */
+  itemsRecord: string
 }
 
 /** The provider's listing count and one page of its listings, newest first. */
@@ -38,21 +40,38 @@ export function pageEntityTag(page: ListingsPageData, industry: string, nowMs: n
   return `W/"${createHash('sha256').update(named).digest('base64url').slice(0, 27)}"`
 }
 
-export function pageView(page: ListingsPageData, industry: string, nowMs: number): ListingsPage {
+const PAGE_START = Buffer.from('{"content":[')
+const ENTRY_SEPARATOR = Buffer.from(',')
+
+/**
+ * The page as the ListingsPage schema describes it, around each listing's entry at its version as of now
+ * (statusAndVersion), kept by (id, version) with the listing's other form (Representations): an entry read again is
+ * copied, not made again (docs/design/0023-page-entries-by-version.md).
+ */
+export function pageBytes(page: ListingsPageData, industry: string, nowMs: number, kept: Representations): Buffer {
+  const parts: Buffer[] = [PAGE_START]
+  for (const listing of page.listings) {
+    const { status, version } = statusAndVersion(listing, nowMs)
+    if (parts.length > 1) parts.push(ENTRY_SEPARATOR)
+    parts.push(kept.pageEntry(listing.id, version, () => pageEntry(listing, status, industry)))
+  }
+  parts.push(Buffer.from(`],"recordCount":${page.recordCount}}`))
+  return Buffer.concat(parts)
+}
+
+/** A listing as its provider's pages show it: the keys in the Listing schema's order. */
+function pageEntry(listing: PageListing, status: ListingStatus, industry: string): ListingsPage['content'][number] {
   return {
-    content: page.listings.map((listing) => ({
-      id: listing.id,
-      status: statusAndVersion(listing, nowMs).status,
-      referenceId: listing.referenceId,
-      expiresAtUnix: listing.expiresAtUnix,
-      items: listing.items,
-      brand: { nameAr: listing.brandNameAr, nameEn: listing.brandNameEn, industry },
-    })),
-    recordCount: page.recordCount,
+    id: listing.id,
+    status,
+    referenceId: listing.referenceId,
+    expiresAtUnix: listing.expiresAtUnix,
+    items: pageItems(listing.itemsRecord),
+    brand: { nameAr: listing.brandNameAr, nameEn: listing.brandNameEn, industry },
   }
 }
 
-export function pageItems(itemsRecord: string): PageListing['items'] {
+function pageItems(itemsRecord: string): ListingsPage['content'][number]['items'] {
   return (JSON.parse(itemsRecord) as ItemColumns[]).map((item) => ({
     nameAr: item.name_ar,
     nameEn: item.name_en,

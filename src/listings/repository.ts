@@ -7,7 +7,7 @@ import type { Tables } from '../db/tables.js'
 import { providerOwner } from '../events/owner.js'
 import { TrailingBatches } from '../trailing-batches.js'
 import { stateFromRow, STATE_COLUMN_NAMES, type ListingState, type StateRow } from './listing-state.js'
-import { pageItems, type ListingsPageData, type PageListing } from './page-view.js'
+import type { ListingsPageData, PageListing } from './page-view.js'
 import type { ListListingsParams } from './schemas.js'
 
 export interface StoredListingRef {
@@ -141,7 +141,7 @@ function pageData(rows: readonly PageRow[]): ListingsPageData {
       expiryRecorded: row.expiry_recorded === 1,
       brandNameAr: row.brand_name_ar as string,
       brandNameEn: row.brand_name_en as string,
-      items: pageItems(row.items_record as string),
+      itemsRecord: row.items_record as string,
     })
   }
   return { recordCount, listings }

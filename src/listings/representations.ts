@@ -4,8 +4,9 @@
  * What a listing shows changes only with a new version: every change is one, an expiry from the moment it happens
  * (statusAndVersion), and the provider's industry, the one thing read from elsewhere, never changes. So an entry is
  * never stale, nothing invalidates it, and a reader that asks by the version it read gets exactly that listing.
- * Kept as UTF-8 bytes so a page is copied together rather than encoded again. One version per listing (a newer one
- * replaces it); bounded by bytes, the oldest kept go first.
+ * Kept as UTF-8 bytes so a page is copied together rather than encoded again. Two forms of one listing at one
+ * version: whole, as discovery sends it, and as an entry of its provider's pages (record 23). One version per
+ * listing (a newer one replaces it); bounded by bytes, the oldest kept go first.
  */
 /** A listing's bytes at a version, and its items' quantities at it (what discovery's `available` starts from). */
 export interface Representation {
@@ -14,40 +15,76 @@ export interface Representation {
   quantities: number[]
 }
 
+/** What is kept of one listing, at one version. */
+interface Kept {
+  version: number
+  whole?: Representation
+  pageEntry?: Buffer
+}
+
 export class Representations {
-  readonly #entries = new Map<string, Representation>()
+  readonly #entries = new Map<string, Kept>()
   #bytes = 0
 
   constructor(private readonly maxBytes: number) {}
 
-  /** (id, version), if kept. */
+  /** (id, version) whole, if kept. */
   get(id: string, version: number): Representation | undefined {
-    const found = this.#entries.get(id)
-    return found?.version === version ? found : undefined
+    return this.#at(id, version)?.whole
   }
 
-  /** (id, version), made from `make` the first time (or again, once it has been let go). */
+  /** (id, version) whole, made from `make` the first time (or again, once it has been let go). */
   of(id: string, version: number, make: () => { items: ReadonlyArray<{ quantity: number }> }): Representation {
     const found = this.get(id, version)
     if (found) return found
     const view = make()
-    const text = JSON.stringify(view)
-    // Memory of its own: a slice of Node's shared pool (Buffer.from of a short text) would keep the whole slab alive.
-    const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text))
-    bytes.write(text)
-    const old = this.#entries.get(id)
-    if (old) {
-      this.#entries.delete(id)
-      this.#bytes -= old.bytes.length
+    const whole = { version, bytes: ownBytes(JSON.stringify(view)), quantities: view.items.map((item) => item.quantity) }
+    this.#keep(id, version, whole.bytes.length).whole = whole
+    return whole
+  }
+
+  /** (id, version) as an entry of its provider's pages, made from `make` the first time. */
+  pageEntry(id: string, version: number, make: () => unknown): Buffer {
+    const found = this.#at(id, version)?.pageEntry
+    if (found) return found
+    const bytes = ownBytes(JSON.stringify(make()))
+    this.#keep(id, version, bytes.length).pageEntry = bytes
+    return bytes
+  }
+
+  #at(id: string, version: number): Kept | undefined {
+    const kept = this.#entries.get(id)
+    return kept?.version === version ? kept : undefined
+  }
+
+  /** The listing's entry at `version` (another version's goes), `bytes` more to be kept in it, the oldest let go. */
+  #keep(id: string, version: number, bytes: number): Kept {
+    let kept = this.#at(id, version)
+    if (!kept) {
+      const old = this.#entries.get(id)
+      if (old) {
+        this.#entries.delete(id)
+        this.#bytes -= sizeOf(old)
+      }
+      kept = { version }
+      this.#entries.set(id, kept)
     }
-    const entry = { version, bytes, quantities: view.items.map((item) => item.quantity) }
-    this.#entries.set(id, entry)
-    this.#bytes += bytes.length
+    this.#bytes += bytes
     for (const [oldId, oldest] of this.#entries) {
       if (this.#bytes <= this.maxBytes) break
+      if (oldest === kept) continue
       this.#entries.delete(oldId)
-      this.#bytes -= oldest.bytes.length
+      this.#bytes -= sizeOf(oldest)
     }
-    return entry
+    return kept
   }
+}
+
+const sizeOf = (kept: Kept) => (kept.whole?.bytes.length ?? 0) + (kept.pageEntry?.length ?? 0)
+
+/** Memory of its own: a slice of Node's shared pool (Buffer.from of a short text) would keep the whole slab alive. */
+function ownBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text))
+  bytes.write(text)
+  return bytes
 }

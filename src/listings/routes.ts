@@ -6,7 +6,8 @@ import { jsonResponse, notModifiedResponse } from '../http/openapi.js'
 import { defaultsFilled } from '../http/validation.js'
 import { providerOf } from '../providers/authenticate.js'
 import { createListing, type CreateListingDeps } from './create-listing.js'
-import { pageEntityTag, pageView } from './page-view.js'
+import { pageBytes, pageEntityTag } from './page-view.js'
+import type { Representations } from './representations.js'
 import type { ListingRepository } from './repository.js'
 import {
   CreateListingBody,
@@ -31,11 +32,12 @@ const PAGE_ETAG = {
 
 export interface ListingRoutesOptions {
   listings: ListingRepository
+  representations: Representations
   create: CreateListingDeps
   clock: Clock
 }
 
-export const listingRoutes: FastifyPluginAsyncTypebox<ListingRoutesOptions> = async (app, { listings, create, clock }) => {
+export const listingRoutes: FastifyPluginAsyncTypebox<ListingRoutesOptions> = async (app, { listings, representations, create, clock }) => {
   app.post(
     '/listing/create',
     {
@@ -105,7 +107,8 @@ export const listingRoutes: FastifyPluginAsyncTypebox<ListingRoutesOptions> = as
       const etag = pageEntityTag(page, provider.industry, nowMs)
       reply.header('etag', etag).header('cache-control', 'private, no-cache').header('vary', 'accept-encoding')
       if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send()
-      return pageView(page, provider.industry, nowMs)
+      // Bytes as the ListingsPage schema describes them (test/conformance.ts checks every page against it).
+      return reply.type('application/json; charset=utf-8').send(pageBytes(page, provider.industry, nowMs, representations))
     },
   )
 }
