@@ -31,7 +31,10 @@ export async function startService(
   // so a pipe read by this process (busy generating load) could fill up and hold the service back.
   const logPath = join(dir, 'stdout.log')
   const log = openSync(logPath, 'w')
-  const child = spawn(process.execPath, [join(dist, 'cli/main.js'), 'serve', ...serveArgs], {
+  // BENCH_NODE_ARGS: Node's own flags for every service a bench starts, e.g. `--cpu-prof --cpu-prof-dir=<dir>` to
+  // profile both builds of a comparison (Node refuses --cpu-prof in NODE_OPTIONS).
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []
+  const child = spawn(process.execPath, [...nodeArgs, join(dist, 'cli/main.js'), 'serve', ...serveArgs], {
     env: {
       PATH: process.env.PATH,
       PORT: '0',

@@ -115,7 +115,7 @@ export class DiscoveryRepository {
   async states(keys: ReadonlyArray<{ providerId: string; id: string }>): Promise<DiscoveredState[]> {
     if (keys.length === 0) return []
     const rows = await this.#states.execute({ keys: JSON.stringify(keys.map(({ providerId, id }) => [providerId, id])) })
-    return rows.map(({ industry, sold_out, ...row }) => ({ state: stateFromRow(row), industry, soldOut: sold_out === 1 }))
+    return rows.map((row) => ({ state: stateFromRow(row), industry: row.industry, soldOut: row.sold_out === 1 }))
   }
 
   /**

@@ -116,8 +116,7 @@ async function positionedState(
 ): Promise<PositionedRead<ListingState | undefined>> {
   const [row] = await query.execute({ providerId, key })
   if (!row) return { position: undefined, value: undefined }
-  const { event_count, ...state } = row
-  return { position: event_count, value: state.id === null ? undefined : stateFromRow(state as StateRow) }
+  return { position: row.event_count, value: row.id === null ? undefined : stateFromRow(row as StateRow) }
 }
 
 interface Standby {

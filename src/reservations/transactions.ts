@@ -33,9 +33,9 @@ export const STOCKED_COLUMNS = [...STATE_COLUMN_NAMES, 'held_record', 'holds_exp
 
 type StockedRow = Pick<Selectable<ListingsTable>, (typeof STOCKED_COLUMNS)[number]>
 
-export function stockedOf({ held_record, holds_expire_ms, ...row }: StockedRow): Stocked {
+export function stockedOf(row: StockedRow): Stocked {
   const state = stateFromRow(row)
-  return { state, held: storedHeld(held_record, state.items.length), holdsExpireMs: holds_expire_ms }
+  return { state, held: storedHeld(row.held_record, state.items.length), holdsExpireMs: row.holds_expire_ms }
 }
 
 /** The listing locked, by its id alone or as the provider's own; compiled once each (the writer thread runs every write). */
