@@ -40,23 +40,18 @@ export function pageEntityTag(page: ListingsPageData, industry: string, nowMs: n
   return `W/"${createHash('sha256').update(named).digest('base64url').slice(0, 27)}"`
 }
 
-const PAGE_START = Buffer.from('{"content":[')
-const ENTRY_SEPARATOR = Buffer.from(',')
-
 /**
  * The page as the ListingsPage schema describes it, around each listing's entry at its version as of now
  * (statusAndVersion), kept by (id, version) with the listing's other form (Representations): an entry read again is
  * copied, not made again (docs/design/0023-page-entries-by-version.md).
  */
-export function pageBytes(page: ListingsPageData, industry: string, nowMs: number, kept: Representations): Buffer {
-  const parts: Buffer[] = [PAGE_START]
-  for (const listing of page.listings) {
+export function pageJson(page: ListingsPageData, industry: string, nowMs: number, kept: Representations): string {
+  let json = '{"content":['
+  for (const [k, listing] of page.listings.entries()) {
     const { status, version } = statusAndVersion(listing, nowMs)
-    if (parts.length > 1) parts.push(ENTRY_SEPARATOR)
-    parts.push(kept.pageEntry(listing.id, version, () => pageEntry(listing, status, industry)))
+    json += (k === 0 ? '' : ',') + kept.pageEntry(listing.id, version, () => pageEntry(listing, status, industry))
   }
-  parts.push(Buffer.from(`],"recordCount":${page.recordCount}}`))
-  return Buffer.concat(parts)
+  return `${json}],"recordCount":${page.recordCount}}`
 }
 
 /** A listing as its provider's pages show it: the keys in the Listing schema's order. */

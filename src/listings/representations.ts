@@ -19,7 +19,9 @@ export interface Representation {
 interface Kept {
   version: number
   whole?: Representation
-  pageEntry?: Buffer
+  /** A string, not bytes: pages read at random make entries at every request, and a buffer of its own each cost
+   * allocation and garbage collection of memory outside the heap (record 23). */
+  pageEntry?: string
 }
 
 export class Representations {
@@ -43,13 +45,13 @@ export class Representations {
     return whole
   }
 
-  /** (id, version) as an entry of its provider's pages, made from `make` the first time. */
-  pageEntry(id: string, version: number, make: () => unknown): Buffer {
+  /** (id, version) as an entry of its provider's pages (JSON), made from `make` the first time. */
+  pageEntry(id: string, version: number, make: () => unknown): string {
     const found = this.#at(id, version)?.pageEntry
-    if (found) return found
-    const bytes = ownBytes(JSON.stringify(make()))
-    this.#keep(id, version, bytes.length).pageEntry = bytes
-    return bytes
+    if (found !== undefined) return found
+    const text = JSON.stringify(make())
+    this.#keep(id, version, text.length).pageEntry = text
+    return text
   }
 
   #at(id: string, version: number): Kept | undefined {
@@ -80,6 +82,7 @@ export class Representations {
   }
 }
 
+/** Bytes, and a page entry's characters: UTF-16 takes at least as many bytes as UTF-8 for them, so it is no worse a bound. */
 const sizeOf = (kept: Kept) => (kept.whole?.bytes.length ?? 0) + (kept.pageEntry?.length ?? 0)
 
 /** Memory of its own: a slice of Node's shared pool (Buffer.from of a short text) would keep the whole slab alive. */

@@ -6,7 +6,7 @@ import { jsonResponse, notModifiedResponse } from '../http/openapi.js'
 import { defaultsFilled } from '../http/validation.js'
 import { providerOf } from '../providers/authenticate.js'
 import { createListing, type CreateListingDeps } from './create-listing.js'
-import { pageBytes, pageEntityTag } from './page-view.js'
+import { pageEntityTag, pageJson } from './page-view.js'
 import type { Representations } from './representations.js'
 import type { ListingRepository } from './repository.js'
 import {
@@ -107,8 +107,8 @@ export const listingRoutes: FastifyPluginAsyncTypebox<ListingRoutesOptions> = as
       const etag = pageEntityTag(page, provider.industry, nowMs)
       reply.header('etag', etag).header('cache-control', 'private, no-cache').header('vary', 'accept-encoding')
       if (notModified(request.headers['if-none-match'], etag)) return reply.code(304).send()
-      // Bytes as the ListingsPage schema describes them (test/conformance.ts checks every page against it).
-      return reply.type('application/json; charset=utf-8').send(pageBytes(page, provider.industry, nowMs, representations))
+      // JSON as the ListingsPage schema describes it (test/conformance.ts checks every page against it).
+      return reply.type('application/json; charset=utf-8').send(pageJson(page, provider.industry, nowMs, representations))
     },
   )
 }
