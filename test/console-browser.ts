@@ -184,6 +184,17 @@ export async function prefilledFromLastListing(page: Page): Promise<void> {
   })
 }
 
+/**
+ * Waits (bounded) until a first listing's form has started from the provider's name: `field` holds `name`.
+ * Typing into that field before then races the prefill, which may land in the middle of Playwright's fill (select
+ * all, then insert) and leave the typed text appended to the name.
+ */
+export async function startedFromProviderName(page: Page, field: string, name: string): Promise<void> {
+  await page.waitForFunction(([pointer, value]) => document.querySelector<HTMLInputElement>(`[name="${pointer}"]`)?.value === value, [field, name] as const, {
+    timeout: 10_000,
+  })
+}
+
 export interface AxeViolation {
   id: string
   impact: string | null

@@ -9,6 +9,7 @@ import {
   launchBrowser,
   PHONE,
   prefilledFromLastListing,
+  startedFromProviderName,
   shown,
   signInWithToken,
   startConsoleService,
@@ -100,9 +101,7 @@ if (browserAvailable()) {
       const first = await service.newProvider('Sunrise Bakery')
       await signInWithToken(page, service.baseUrl, first.token)
       await page.goto(`${service.baseUrl}/console/new`)
-      await page.waitForFunction(() => document.querySelector<HTMLInputElement>('[name="/brand/displayName/en"]')?.value === 'Sunrise Bakery', undefined, {
-        timeout: 10_000,
-      })
+      await startedFromProviderName(page, '/brand/displayName/en', 'Sunrise Bakery')
       assert.equal(await page.getByLabel('Brand web name').inputValue(), 'sunrise-bakery')
       assert.equal(await page.getByLabel('Brand image URL').inputValue(), '', 'no previous listing: nothing else to take')
       assert.deepEqual(problems, [])
@@ -118,9 +117,7 @@ if (browserAvailable()) {
       await page.goto(`${service.baseUrl}/console/new`)
       const brandWebName = page.getByLabel('Brand web name')
       // The form starts from the provider's name once it has loaded: typed before, the web name would be both.
-      await page.waitForFunction(() => document.querySelector<HTMLInputElement>('[name="/brand/displayName/en"]')?.value === 'Web Name Bakery', undefined, {
-        timeout: 10_000,
-      })
+      await startedFromProviderName(page, '/brand/displayName/en', 'Web Name Bakery')
       await page.getByLabel('Brand name (English)').fill('Crème Bakery & Sons')
       assert.equal(await brandWebName.inputValue(), 'creme-bakery-sons')
       const item = page.getByRole('group', { name: 'Item 1', exact: true })

@@ -12,6 +12,7 @@ import {
   notAnImage,
   PHONE,
   prefilledFromLastListing,
+  startedFromProviderName,
   seriousViolations,
   shown,
   signInWithToken,
@@ -148,6 +149,7 @@ if (browserAvailable()) {
       await page.getByRole('heading', { level: 1, name: 'New listing' }).waitFor()
       const reference = await page.getByLabel('Reference').inputValue()
       assert.match(reference, /\S/, 'prefilled')
+      await startedFromProviderName(page, '/brand/displayName/en', 'Form Bakery')
 
       await page.getByLabel('Latitude').fill('24.7136')
       await page.getByLabel('Longitude').fill('46.6753')

@@ -17,6 +17,7 @@ import {
   shown,
   signInWithToken,
   startConsoleService,
+  startedFromProviderName,
   watchedPage,
   type ConsoleService,
 } from './console-browser.js'
@@ -83,6 +84,7 @@ if (browserAvailable()) {
       const { page, problems } = watched
       await signInWithToken(page, service.baseUrl, provider.token)
       await page.getByRole('link', { name: 'New listing' }).click()
+      await startedFromProviderName(page, '/brand/displayName/en', 'Photo Bakery')
       await page.getByLabel('Brand name (Arabic)').fill('مخبز الصور')
       await page.getByLabel('Brand name (English)').fill('Photo Bakery')
 
@@ -158,6 +160,7 @@ if (browserAvailable()) {
       const { page, problems } = await watchedPage(ctx)
       await signInWithToken(page, service.baseUrl, provider.token)
       await page.goto(`${service.baseUrl}/console/new`)
+      await startedFromProviderName(page, '/brand/displayName/en', 'Refused Bakery')
       await page.getByLabel('Brand name (English)').fill('Refused Bakery')
       await page.getByLabel('Brand image URL').fill('https://example.com/typed.png')
       await page.getByLabel('Discount').fill('25')
@@ -205,6 +208,7 @@ if (browserAvailable()) {
         await page.getByRole('button', { name: 'دخول' }).click()
         await page.getByRole('heading', { level: 1, name: 'العروض' }).waitFor()
         await page.getByRole('link', { name: 'عرض جديد' }).click()
+        await startedFromProviderName(page, '/brand/displayName/ar', 'مخبز الصور')
         await page.locator(field('/brand/displayName/en')).fill('Sunrise Bakery')
         await page.locator(field('/brand/displayName/ar')).fill('مخبز الشروق')
         const brandPhoto = page.getByLabel('صورة العلامة', { exact: true })
