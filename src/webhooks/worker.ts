@@ -64,24 +64,14 @@ const REST_AFTER_FAILURE_MS = 200
 const CLAIM_COALESCE_MS = 10
 
 /**
- * While deliveries give way, a claim takes at most this many and only the poll claims: requests come first, as
- * full-speed delivery takes throughput from them. Deliveries never stop, and catch up once the load eases.
- */
-const BUSY_CLAIM = 12
-
-/**
- * From this many requests in flight on average the API is busy: deliveries give way as long as they keep up, that is
- * until a claim finds a first attempt more than GIVE_WAY_LAG_MS past its due time; then they go at full speed until
- * a claim finds none. Retries are left out: a failing endpoint's backlog is old by nature, sent one at a time anyway.
- */
-const BUSY_IN_FLIGHT = 8
-const GIVE_WAY_LAG_MS = 250
-
-/**
- * From this many the API is saturated (clients queue for it): deliveries give way however late they fall, since
- * keeping up would take a third of its throughput or more.
+ * From this many requests in flight on average the API is saturated (clients queue for it): deliveries give way
+ * however late they fall, since keeping up would take a third of its throughput or more. Below it they go at full
+ * speed: giving way to a busy API that still has room only made them come in bursts (record 24).
  */
 const SATURATED_IN_FLIGHT = 32
+
+/** While saturated, a claim takes at most this many and only the poll claims. Deliveries never stop. */
+const SATURATED_CLAIM = 12
 
 /** Every instance runs one. Due times live in the database, not in timers, so nothing is lost across restarts. */
 export class DeliveryWorker {
@@ -98,8 +88,6 @@ export class DeliveryWorker {
   #stopping = false
   /** The last claim left due deliveries behind. */
   #backlogged = false
-  /** The last claim found a first attempt waiting more than GIVE_WAY_LAG_MS: no giving way until one does not. */
-  #lagging = false
   #claimSoon?: NodeJS.Timeout
 
   constructor(options: DeliveryWorkerOptions) {
@@ -151,7 +139,7 @@ export class DeliveryWorker {
   async #claimAndStart(): Promise<void> {
     const { db, clock, timeoutMs } = this.#options
     while (!this.#stopping) {
-      const limit = Math.min(MAX_IN_FLIGHT - this.#inFlight.size, this.#givingWay() ? BUSY_CLAIM : CLAIM_BATCH)
+      const limit = Math.min(MAX_IN_FLIGHT - this.#inFlight.size, this.#givingWay() ? SATURATED_CLAIM : CLAIM_BATCH)
       if (limit <= 0) return // the next poll, or an attempt ending while backlogged, starts the next turn
       const nowMs = clock()
       const now = performance.now()
@@ -167,9 +155,8 @@ export class DeliveryWorker {
       this.#options.onClaim(deliveries.length)
       for (const delivery of deliveries) this.#start(delivery)
       this.#backlogged = more
-      this.#lagging = deliveries.some((delivery) => delivery.attempts === 0 && nowMs - delivery.next_attempt_at_ms > GIVE_WAY_LAG_MS)
       // What is left is for endpoints at their share: their attempts ending will call the next claim. While the
-      // API is busy and deliveries keep up, the next poll claims again.
+      // API is saturated, the next poll claims again.
       if (this.#givingWay() || !more || deliveries.length < limit) return
     }
   }
@@ -199,8 +186,7 @@ export class DeliveryWorker {
   }
 
   #givingWay(): boolean {
-    const inFlight = this.#options.inFlight()
-    return inFlight >= SATURATED_IN_FLIGHT || (inFlight >= BUSY_IN_FLIGHT && !this.#lagging)
+    return this.#options.inFlight() >= SATURATED_IN_FLIGHT
   }
 
   #claimAgainIfBacklogged(): void {
