@@ -21,7 +21,10 @@
  *                deliver nothing
  *   discover     5 km nearest-first pages of 20 around a city of --city-listings listings (city.ts), on two
  *                databases seeded alike: `none` holds nothing, `held` has 1 unit held on every --held-every-th
- *                listing (10; with 0 it holds nothing either: an A/A check of the two cities)
+ *                listing (10; with 0 it holds nothing either: an A/A check of the two cities). On PostgreSQL the
+ *                pages of the listings table and of discovery's two indexes are written down for each city, and
+ *                --reindex rebuilds those indexes once the holds are made (what the holds' row updates did to
+ *                their size taken out)
  *
  * Holds are warmed up on a listing of their own, so that a measured listing's open holds are only its own. After the
  * rounds, the accounting is checked: each hot listing's `held` (GET …/stock) against its held reservations listed by
@@ -32,11 +35,13 @@
  *   npm run bench:reservations
  *   npm run bench:reservations -- --duration 3 --rounds 1 --city-listings 20000 --open-holds 2000   (a quick look)
  *   npm run bench:reservations -- --scenarios webhook-lag --sustain 5 --rounds 1                   (webhooks only)
+ *   npm run bench:reservations -- --scenarios discover --dialects postgres --rounds 5 --reindex
  */
 import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
+import { sql } from 'kysely'
 import { openDatabase } from '../src/db/connection.js'
 import { ReservationEventTypes } from '../src/events/types.js'
 import { migrate } from '../src/db/migrate.js'
@@ -70,6 +75,11 @@ const { values: args } = parseArgs({
     'city-listings': { type: 'string', default: '100000' },
     /** Every Nth listing of the `held` city holds 1 unit; 0 holds none there (an A/A check of the two cities). */
     'held-every': { type: 'string', default: '10' },
+    /**
+     * PostgreSQL: rebuild the listings table's indexes of both cities after the holds, so that what the holds' row
+     * updates did to the indexes' size is taken out of the comparison.
+     */
+    reindex: { type: 'boolean', default: false },
     /** webhook-lag: holds per second, open loop, and for how many seconds. */
     'hold-rate': { type: 'string', default: '500' },
     sustain: { type: 'string', default: '20' },
@@ -258,6 +268,8 @@ interface CityBench {
   marketplaceToken: string
   heldListings: number
   hold?: EachOnceResult
+  /** PostgreSQL: 8 kB pages of the listings table and of the two indexes discovery scans, once settled. */
+  pages?: string
 }
 
 async function prepareCity(dialect: Dialect, side: CityBench['side']): Promise<CityBench> {
@@ -297,10 +309,31 @@ async function prepareCity(dialect: Dialect, side: CityBench['side']): Promise<C
     city.heldListings = city.hold.statuses['201'] ?? 0
   }
   const settling = openDatabase(fresh.url)
-  await settle(settling).finally(() => settling.close())
+  try {
+    await settle(settling)
+    if (settling.dialect === 'postgres') {
+      if (args.reindex) await sql`reindex table listings`.execute(settling.kysely)
+      city.pages = await listingPages(settling)
+    }
+  } finally {
+    await settling.close()
+  }
   await fiveKmPage(service.baseUrl, city.marketplaceToken) // a full page, or the run stops here
-  console.error(`${dialect}: city "${side}" ready, ${fmt(listings.length)} listings, ${fmt(city.heldListings)} holding a reservation`)
+  console.error(
+    `${dialect}: city "${side}" ready, ${fmt(listings.length)} listings, ${fmt(city.heldListings)} holding a reservation${city.pages ? `; pages: ${city.pages}` : ''}`,
+  )
   return city
+}
+
+/**
+ * A hold writes its listing's held columns, which discovery's covering indexes include: on PostgreSQL the row's new
+ * version gets new index entries, and the indexes may grow even once vacuumed.
+ */
+async function listingPages(database: ReturnType<typeof openDatabase>): Promise<string> {
+  const { rows } = await sql<{ name: string; pages: string }>`
+    select relname as name, pg_relation_size(oid) / 8192 as pages from pg_class
+    where relname in ('listings', 'listings_near', 'listings_ending') order by relname`.execute(database.kysely)
+  return rows.map((row) => `${row.name} ${fmt(Number(row.pages))}`).join(', ')
 }
 
 /** As many requests as the service answers, after a warm-up: of `warmUp` when given (holds), else of the same. */
@@ -694,7 +727,10 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
         `Discovery databases: ${fmt(CITY_LISTINGS)} listings of ${CITY_PROVIDERS} providers within ${CITY_RADIUS_KM} km of (${DENSE_CITY.latitude}, ${DENSE_CITY.longitude}), 1 item of quantity 10 each, seeded straight into the tables (bench/seed.ts) identically; ` +
           (HELD_EVERY > 0
             ? `\`held\`: 1 unit of every ${HELD_EVERY}th listing held (${fmt(held?.heldListings ?? 0)} holds through the API, ${fmt(held?.hold?.rps ?? NaN)}/s, answered ${held?.hold ? answersOf(held.hold) : '–'}; none runs out during the run); \`none\`: no hold.`
-            : '`held` holds nothing either (`--held-every 0`): an A/A check of the two cities.'),
+            : '`held` holds nothing either (`--held-every 0`): an A/A check of the two cities.') +
+          (cities.some((city) => city.pages)
+            ? ` Pages (8 kB) once settled${args.reindex ? ' and reindexed (`--reindex`)' : ''}: ${cities.map((city) => `\`${city.side}\` ${city.pages ?? '–'}`).join('; ')}.`
+            : ''),
         '',
       )
     }
