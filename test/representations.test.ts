@@ -41,25 +41,31 @@ test('another version replaces both forms of the one kept', () => {
   )
 })
 
-test('bounded by the bytes of both forms: the listings kept first go first, never the one being kept', () => {
-  const text = (n: number) => ({ pad: 'x'.repeat(n) })
-  const size = JSON.stringify(text(40)).length
-  const kept = new Representations(size * 3)
-  kept.pageEntry('a', 1, () => text(40))
-  kept.pageEntry('b', 1, () => text(40))
-  kept.pageEntry('c', 1, () => text(40))
+test('bounded by the bytes of both forms: once over, the listings kept first go until an eighth is free, never the one being kept', () => {
+  const entry = () => ({ pad: 'x'.repeat(40) })
+  const size = JSON.stringify(entry()).length
+  // A whole form of `size` bytes: '{"pad":"', the padding, '","items":[]}'.
+  const wholeOfSize = () => ({ pad: 'x'.repeat(size - 21), items: [] })
+  const kept = new Representations(size * 8)
+  const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']
+  for (const id of ids) kept.pageEntry(id, 1, entry)
   let made = 0
-  kept.pageEntry('a', 1, () => (made++, text(40)))
-  assert.equal(made, 0, 'within the bound, all three are kept')
-  // a's whole form takes it over the bound: b, the oldest but a, goes, and that is enough.
-  kept.of('a', 1, () => ({ ...text(20), items: [] }))
-  kept.pageEntry('a', 1, () => (made++, text(40)))
-  kept.pageEntry('c', 1, () => (made++, text(40)))
-  assert.equal(made, 0, 'a, the one being kept, and c are still kept')
-  kept.pageEntry('b', 1, () => (made++, text(40)))
+  const ask = (id: string) => kept.pageEntry(id, 1, () => (made++, entry()))
+  for (const id of ids) ask(id)
+  assert.equal(made, 0, 'within the bound, all eight are kept')
+
+  // a's whole form takes it an entry over the bound: b and c, the oldest but a, go, which frees an eighth.
+  const aWhole = kept.of('a', 1, wholeOfSize)
+  assert.equal(aWhole.bytes.length, size)
+  assert.equal(kept.get('a', 1), aWhole, 'a, the one being kept, stays with both forms')
+  for (const id of ['a', 'd', 'e', 'f', 'g', 'h']) ask(id)
+  assert.equal(made, 0, 'the rest are still kept')
+  ask('b')
   assert.equal(made, 1, 'b was let go and made again')
-  // b back over the bound: a, now the oldest, goes with both its forms.
+  // b fits again; c takes it over: a, now the oldest, goes with both its forms, and that frees an eighth.
+  ask('c')
+  assert.equal(made, 2, 'c was let go and made again')
   assert.equal(kept.get('a', 1), undefined)
-  kept.pageEntry('c', 1, () => (made++, text(40)))
-  assert.equal(made, 1, 'c is still kept')
+  for (const id of ['b', 'c', 'd', 'e', 'f', 'g', 'h']) ask(id)
+  assert.equal(made, 2, 'the others are still kept')
 })

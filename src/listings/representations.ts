@@ -6,7 +6,7 @@
  * never stale, nothing invalidates it, and a reader that asks by the version it read gets exactly that listing.
  * Kept as UTF-8 bytes so a page is copied together rather than encoded again. Two forms of one listing at one
  * version: whole, as discovery sends it, and as an entry of its provider's pages (record 23). One version per
- * listing (a newer one replaces it); bounded by bytes, the oldest kept go first.
+ * listing (a newer one replaces it); bounded by bytes, the oldest kept go first (record 25).
  */
 /** A listing's bytes at a version, and its items' quantities at it (what discovery's `available` starts from). */
 export interface Representation {
@@ -59,7 +59,11 @@ export class Representations {
     return kept?.version === version ? kept : undefined
   }
 
-  /** The listing's entry at `version` (another version's goes), `bytes` more to be kept in it, the oldest let go. */
+  /**
+   * The listing's entry at `version` (another version's goes), `bytes` more to be kept in it. Over the bound, the
+   * oldest go until an eighth of it is free, not one per keep: a Map walked from its start steps over a slot of every
+   * entry deleted since its table was last rebuilt, so letting one go at each keep walked thousands of them each time.
+   */
   #keep(id: string, version: number, bytes: number): Kept {
     let kept = this.#at(id, version)
     if (!kept) {
@@ -72,8 +76,10 @@ export class Representations {
       this.#entries.set(id, kept)
     }
     this.#bytes += bytes
+    if (this.#bytes <= this.maxBytes) return kept
+    const enough = this.maxBytes * (7 / 8)
     for (const [oldId, oldest] of this.#entries) {
-      if (this.#bytes <= this.maxBytes) break
+      if (this.#bytes <= enough) break
       if (oldest === kept) continue
       this.#entries.delete(oldId)
       this.#bytes -= sizeOf(oldest)
