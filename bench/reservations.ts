@@ -42,7 +42,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { sql } from 'kysely'
-import { openDatabase } from '../src/db/connection.js'
+import { openDatabase, type Database } from '../src/db/connection.js'
 import { ReservationEventTypes } from '../src/events/types.js'
 import { migrate } from '../src/db/migrate.js'
 import { MarketplaceRepository } from '../src/providers/marketplaces.js'
@@ -329,7 +329,7 @@ async function prepareCity(dialect: Dialect, side: CityBench['side']): Promise<C
  * A hold writes its listing's held columns, which discovery's covering indexes include: on PostgreSQL the row's new
  * version gets new index entries, and the indexes may grow even once vacuumed.
  */
-async function listingPages(database: ReturnType<typeof openDatabase>): Promise<string> {
+async function listingPages(database: Database): Promise<string> {
   const { rows } = await sql<{ name: string; pages: string }>`
     select relname as name, pg_relation_size(oid) / 8192 as pages from pg_class
     where relname in ('listings', 'listings_near', 'listings_ending') order by relname`.execute(database.kysely)

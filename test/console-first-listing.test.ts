@@ -9,10 +9,10 @@ import {
   launchBrowser,
   PHONE,
   prefilledFromLastListing,
-  startedFromProviderName,
   shown,
   signInWithToken,
   startConsoleService,
+  startedFromProviderName,
   watchedPage,
   type ConsoleService,
 } from './console-browser.js'

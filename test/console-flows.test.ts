@@ -12,11 +12,11 @@ import {
   notAnImage,
   PHONE,
   prefilledFromLastListing,
-  startedFromProviderName,
   seriousViolations,
   shown,
   signInWithToken,
   startConsoleService,
+  startedFromProviderName,
   watchedPage,
   type ConsoleService,
 } from './console-browser.js'

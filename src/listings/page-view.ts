@@ -46,12 +46,11 @@ export function pageEntityTag(page: ListingsPageData, industry: string, nowMs: n
  * copied, not made again (docs/design/0023-page-entries-by-version.md).
  */
 export function pageJson(page: ListingsPageData, industry: string, nowMs: number, kept: Representations): string {
-  let json = '{"content":['
-  for (const [k, listing] of page.listings.entries()) {
+  const entries = page.listings.map((listing) => {
     const { status, version } = statusAndVersion(listing, nowMs)
-    json += (k === 0 ? '' : ',') + kept.pageEntry(listing.id, version, () => pageEntry(listing, status, industry))
-  }
-  return `${json}],"recordCount":${page.recordCount}}`
+    return kept.pageEntry(listing.id, version, () => pageEntry(listing, status, industry))
+  })
+  return `{"content":[${entries.join(',')}],"recordCount":${page.recordCount}}`
 }
 
 /** A listing as its provider's pages show it: the keys in the Listing schema's order. */

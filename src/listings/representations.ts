@@ -4,8 +4,8 @@
  * What a listing shows changes only with a new version: every change is one, an expiry from the moment it happens
  * (statusAndVersion), and the provider's industry, the one thing read from elsewhere, never changes. So an entry is
  * never stale, nothing invalidates it, and a reader that asks by the version it read gets exactly that listing.
- * Kept as UTF-8 bytes so a page is copied together rather than encoded again. Two forms of one listing at one
- * version: whole, as discovery sends it, and as an entry of its provider's pages (record 23). One version per
+ * Two forms of one listing at one version: whole, as discovery sends it (UTF-8 bytes, copied into its page rather
+ * than encoded again), and as an entry of its provider's pages (JSON text, record 23). One version per
  * listing (a newer one replaces it); bounded by bytes, the oldest kept go first (record 25).
  */
 /** A listing's bytes at a version, and its items' quantities at it (what discovery's `available` starts from). */
