@@ -31,7 +31,7 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
-import { pgbouncerInstalled, startPgBouncer } from '../test/pgbouncer-support.js'
+import { pgbouncerInstalled, pgbouncerVersion, startPgBouncer } from '../test/pgbouncer-support.js'
 import { seededRandom as random } from '../test/seeded-random.js'
 import {
   AB_OPTIONS,
@@ -98,6 +98,8 @@ for (const build of [BUILD_A, BUILD_B]) await loadBuild(build.root)
 
 /** Everything to undo, newest first: run at the end of a dialect, on failure, and on Ctrl-C. */
 const cleanups = cleanUpOnSignals('stopping the services and dropping the databases')
+/** Which PgBouncer P went through, and whether it kept prepared statements. */
+let pgbouncerNote = ''
 
 /** A build's discovery database and the service on it. */
 interface Discovery {
@@ -116,8 +118,13 @@ interface Side {
 }
 
 /** The build's service on a database; `discovery`: with the TTL that keeps the seeded listings active. */
-async function serveOn(build: Build, url: string, token: string, discovery: boolean): Promise<RunningService> {
-  const env = { DATABASE_URL: url, IMAGE_ALLOW_PRIVATE_NETWORKS: 'true', ...(discovery ? { LISTING_TTL_TIMED_SECONDS: String(DISCOVER_TTL_S) } : {}) }
+async function serveOn(build: Build, url: string, token: string, discovery: boolean, poolerPrepares = false): Promise<RunningService> {
+  const env = {
+    DATABASE_URL: url,
+    IMAGE_ALLOW_PRIVATE_NETWORKS: 'true',
+    ...(discovery ? { LISTING_TTL_TIMED_SECONDS: String(DISCOVER_TTL_S) } : {}),
+    ...(poolerPrepares ? { DATABASE_POOLER_PREPARES: 'true' } : {}),
+  }
   const service = await startService(env, token, join(build.root, 'dist'))
   cleanups.add(() => service.stop())
   return service
@@ -335,12 +342,17 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<Dial
     }
     if (args.pgbouncer && dialect === 'postgres') {
       // After the databases, so that it is stopped before they are dropped.
+      // One that keeps prepared statements (PGBOUNCER_BIN of 1.21 or later) is told so: DATABASE_POOLER_PREPARES.
       const bouncer = await startPgBouncer({ poolMode: 'transaction', poolSize: 20 })
       cleanups.add(() => bouncer.stop())
+      pgbouncerNote = `${pgbouncerVersion()}, ${bouncer.keepsPrepared ? 'max_prepared_statements = 200 and DATABASE_POOLER_PREPARES=true' : 'every statement unnamed'}`
       const p: Side = { label: 'P', build: BUILD_B }
-      if (b.pages) p.pages = { ...b.pages, service: await serveOn(BUILD_B, bouncer.via(b.pages.url), b.pages.pagesToken, false) }
+      if (b.pages) p.pages = { ...b.pages, service: await serveOn(BUILD_B, bouncer.via(b.pages.url), b.pages.pagesToken, false, bouncer.keepsPrepared) }
       if (b.discovery)
-        p.discovery = { ...b.discovery, service: await serveOn(BUILD_B, bouncer.via(b.discovery.url), b.discovery.providerTokens[0] as string, true) }
+        p.discovery = {
+          ...b.discovery,
+          service: await serveOn(BUILD_B, bouncer.via(b.discovery.url), b.discovery.providerTokens[0] as string, true, bouncer.keepsPrepared),
+        }
       sides.push(p)
     }
     // Every side's discovery answers a full page; B's is what the ceiling sends.
@@ -400,7 +412,7 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<Dial
   const bouncer = verdicts(record, 'B', 'P')
   if (bouncer.length > 0) {
     lines.push(
-      "### Through PgBouncer (transaction mode): P is B's build on B's databases through it",
+      `### Through PgBouncer (transaction mode): P is B's build on B's databases through it (${pgbouncerNote})`,
       '',
       ...abHead('B', 'P'),
       ...SCENARIOS.filter((scenario) => record.has(`${scenario} P`)).map((scenario) => abRow(record, titleOf(scenario), `${scenario} B`, `${scenario} P`)),

@@ -343,6 +343,7 @@ try {
 
   const env = {
     DATABASE_URL: bouncer.via(fresh.url),
+    DATABASE_POOLER_PREPARES: String(bouncer.keepsPrepared),
     IMAGE_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     LISTING_TTL_TIMED_SECONDS: String(TTL_TIMED_S),

@@ -9,7 +9,8 @@
  * Scenarios: pages (limit 10) and 1-item creates, each saturated with wrk for --duration seconds after a
  * 1 s warm-up. Besides req/s (which a busy shared machine moves by a lot), each turn records the CPU time per
  * request of the service's process, of the PostgreSQL backends serving this database (the other databases' are
- * not counted) and of PgBouncer: what a request costs, whatever else runs. Needs /usr/sbin/pgbouncer.
+ * not counted) and of PgBouncer: what a request costs, whatever else runs. Needs /usr/sbin/pgbouncer, or
+ * PGBOUNCER_BIN: one of 1.21 or later keeps prepared statements, and the service is told so (DATABASE_POOLER_PREPARES).
  *
  * Then the page statement alone, with pgbench, in its three ways of sending it, alternating: `prepared` (named,
  * planned once per connection: what the base build does), `extended` (unnamed, parsed and planned every time:
@@ -139,8 +140,8 @@ try {
     services.push({ name: 'base (named statements, direct)', service: await startService({ ...env, DATABASE_URL: fresh.url }, seeded.token, args.base) })
   services.push({ name: 'this build, direct', service: await startService({ ...env, DATABASE_URL: fresh.url }, seeded.token) })
   services.push({
-    name: 'this build, through PgBouncer (transaction mode)',
-    service: await startService({ ...env, DATABASE_URL: bouncer.via(fresh.url) }, seeded.token),
+    name: `this build, through PgBouncer (transaction mode${bouncer.keepsPrepared ? ', keeping prepared statements' : ''})`,
+    service: await startService({ ...env, DATABASE_URL: bouncer.via(fresh.url), DATABASE_POOLER_PREPARES: String(bouncer.keepsPrepared) }, seeded.token),
   })
 
   const auth = { authorization: `Bearer ${seeded.token}` }

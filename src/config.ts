@@ -24,6 +24,14 @@ export const ConfigSchema = Type.Object(
           'migrations and background work stay on `DATABASE_URL`',
       }),
     ),
+    DATABASE_POOLER_PREPARES: Type.Boolean({
+      default: false,
+      description:
+        '`true` when the PostgreSQL pooler at `DATABASE_URL` (and `DATABASE_READ_URL`) keeps prepared statements in ' +
+        'transaction mode: PgBouncer 1.21 or later with `max_prepared_statements` above 0 (docs/postgresql.md#pgbouncer). ' +
+        'Statements are then prepared by name through it, as on a direct connection. `false`: through a pooler every ' +
+        'statement goes unnamed, and is planned on every execution',
+    }),
     LISTING_TTL_TIMED_SECONDS: Type.Integer({
       minimum: 1,
       default: 7200,

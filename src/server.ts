@@ -88,6 +88,7 @@ export async function serve(options: ServeOptions = {}): Promise<void> {
   const metrics = new Metrics()
   const database = openDatabase(config.DATABASE_URL, {
     readUrl: config.DATABASE_READ_URL,
+    poolerPrepares: config.DATABASE_POOLER_PREPARES,
     onPoolError: (error) => logger.warn({ err: error }, 'idle database connection failed'),
     observeQuery: metrics.observeQuery,
   })

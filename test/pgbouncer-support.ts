@@ -5,7 +5,7 @@
  * tests' one role, and nothing in `ignore_startup_parameters` but extra_float_digits, so a client that sent
  * statement_timeout at connect would be refused, as a production PgBouncer refuses it.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,12 +15,29 @@ import { freePort } from './free-port.js'
 
 export const PGBOUNCER = process.env.PGBOUNCER_BIN ?? '/usr/sbin/pgbouncer'
 
-export const pgbouncerInstalled = () => existsSync(PGBOUNCER)
+/**
+ * A PgBouncer that keeps prepared statements in transaction mode (1.21 or later), for DATABASE_POOLER_PREPARES:
+ * Debian 12 ships 1.18, so scripts/build-pgbouncer.sh builds Debian 13's here.
+ */
+export const PREPARING_PGBOUNCER = process.env.PREPARING_PGBOUNCER_BIN ?? '/opt/pgbouncer-debian13/bin/pgbouncer'
+
+export const pgbouncerInstalled = (bin = PGBOUNCER) => existsSync(bin)
+
+/** `PgBouncer 1.24.1`: the first line of `bin --version`. */
+export const pgbouncerVersion = (bin = PGBOUNCER): string => execFileSync(bin, ['--version'], { encoding: 'utf8' }).split('\n')[0] ?? ''
+
+/** Whether the PgBouncer at `bin` keeps prepared statements in transaction mode: 1.21 or later. */
+function keepsPrepared(bin: string): boolean {
+  const [major = 0, minor = 0] = (/PgBouncer (\d+)\.(\d+)/.exec(pgbouncerVersion(bin))?.slice(1) ?? []).map(Number)
+  return major > 1 || (major === 1 && minor >= 21)
+}
 
 export interface PgBouncer {
   /** `url` (a postgres:// URL of the upstream server, any database) rewritten to reach it through this PgBouncer. */
   via(url: string): string
   port: number
+  /** It keeps prepared statements (1.21 or later, with `max_prepared_statements`): DATABASE_POOLER_PREPARES=true. */
+  keepsPrepared: boolean
   /** The PgBouncer process (for its CPU time). */
   pid: number
   /** What PgBouncer logged so far. */
@@ -34,11 +51,15 @@ export interface PgBouncerOptions {
   poolMode?: 'transaction' | 'session'
   /** Server connections per database and user. */
   poolSize?: number
+  /** The PgBouncer to run: PGBOUNCER unless given. One that keeps prepared statements is told to keep 200. */
+  bin?: string
 }
 
 export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<PgBouncer> {
   const upstream = new URL(options.upstream ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres')
   const user = decodeURIComponent(upstream.username || 'postgres')
+  const bin = options.bin ?? PGBOUNCER
+  const preparing = keepsPrepared(bin)
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), 'listing-pgbouncer-'))
   const ini = join(dir, 'pgbouncer.ini')
@@ -62,6 +83,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
       `logfile = ${logFile}`,
       'log_connections = 0',
       'log_disconnections = 0',
+      ...(preparing ? ['max_prepared_statements = 200'] : []),
       '',
     ].join('\n'),
   )
@@ -72,7 +94,7 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
     const gid = Number(/^postgres:[^:]*:(\d+):(\d+):/m.exec(readFileSync('/etc/passwd', 'utf8'))?.[2] ?? NaN)
     for (const file of [dir, ini, join(dir, 'userlist.txt')]) chownSync(file, uid, gid)
   }
-  const child: ChildProcess = spawn(PGBOUNCER, [...(asRoot ? ['-u', 'postgres'] : []), ini], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child: ChildProcess = spawn(bin, [...(asRoot ? ['-u', 'postgres'] : []), ini], { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
   let exited = false
@@ -121,5 +143,5 @@ export async function startPgBouncer(options: PgBouncerOptions = {}): Promise<Pg
       await sleep(100)
     }
   }
-  return { via, port, pid: child.pid as number, log, stop }
+  return { via, port, keepsPrepared: preparing, pid: child.pid as number, log, stop }
 }

@@ -95,9 +95,14 @@ const MAX_NAMED_PARAMETERS = 64
  * Kysely sends every query unnamed, so the server plans it on every execution. On a backend of its own, a
  * parameterised statement is named after its SQL text, so the connection prepares it once. Through a pooler in
  * transaction mode statements go unnamed: the next one may run on another server connection, where the name
- * would be missing (26000) or taken by another client (42P05).
+ * would be missing (26000) or taken by another client (42P05). Unless the pooler keeps them (`poolerPrepares`,
+ * DATABASE_POOLER_PREPARES): it then prepares each name on whichever server connection runs it.
  */
-function withStatements(pool: pg.Pool, queryTimeoutMs: number | undefined, { prepare = true } = {}): PostgresPool {
+function withStatements(
+  pool: pg.Pool,
+  queryTimeoutMs: number | undefined,
+  { prepare = true, poolerPrepares = false }: { prepare?: boolean; poolerPrepares?: boolean | undefined } = {},
+): PostgresPool {
   const names = new Map<string, string>()
   const nameOf = (text: string) => {
     let name = names.get(text)
@@ -121,7 +126,7 @@ function withStatements(pool: pg.Pool, queryTimeoutMs: number | undefined, { pre
       }
       let named: boolean
       try {
-        named = prepare && (await isOwnBackend(client))
+        named = prepare && (poolerPrepares || (await isOwnBackend(client)))
       } catch (error) {
         broken = error as Error
         release()
@@ -176,6 +181,8 @@ export const POSTGRES_ROLE_SETTINGS: Readonly<Record<string, string>> = {
 export interface OpenOptions {
   /** DATABASE_READ_URL: a standby of the PostgreSQL server `url` names. */
   readUrl?: string
+  /** DATABASE_POOLER_PREPARES: statements are named through a pooler too, which keeps them. */
+  poolerPrepares?: boolean
   /** Called for errors on idle PostgreSQL connections, which would otherwise crash the process. */
   onPoolError?: (error: Error) => void
   /** Told the operation and duration of every query, failed ones included. */
@@ -203,7 +210,8 @@ function postgresPool(url: string, options: OpenOptions): pg.Pool {
 function openReplica(url: string, options: OpenOptions, log: KyselyConfig['log']): Kysely<Tables> {
   const target = parseDatabaseUrl(url)
   if (target.dialect !== 'postgres') throw new Error('DATABASE_READ_URL must be postgres://… or postgresql://…')
-  return new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(postgresPool(target.url, options), QUERY_TIMEOUT_MS) }), log })
+  const pool = withStatements(postgresPool(target.url, options), QUERY_TIMEOUT_MS, { poolerPrepares: options.poolerPrepares })
+  return new Kysely<Tables>({ dialect: new PostgresDialect({ pool }), log })
 }
 
 /**
@@ -248,9 +256,10 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     }
     case 'postgres': {
       const pool = postgresPool(target.url, options)
-      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, QUERY_TIMEOUT_MS) }), log })
+      const { poolerPrepares } = options
+      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, QUERY_TIMEOUT_MS, { poolerPrepares }) }), log })
       // Shares the pool; only `kysely` ends it on close.
-      const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, undefined) }), log })
+      const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, undefined, { poolerPrepares }) }), log })
       const background = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, QUERY_TIMEOUT_MS, { prepare: false }) }), log })
       const replica = options.readUrl === undefined ? undefined : openReplica(options.readUrl, options, log)
       return {
