@@ -11,6 +11,10 @@
 # test/pgbouncer.test.ts): a wildcard database entry, because each test file makes databases of its own; trust for
 # the tests' one role; nothing in ignore_startup_parameters but extra_float_digits, so a client sending
 # statement_timeout at connect would be refused. Needs a built dist/ (the tests start `node dist/cli/main.js`).
+#
+# PGBOUNCER_BIN picks the PgBouncer. One of 1.21 or later (scripts/build-pgbouncer.sh builds Debian 13's) keeps
+# prepared statements: it is told to keep 200, and the services under test DATABASE_POOLER_PREPARES=true
+# (TEST_POOLER_PREPARES), so that every query kind runs named through a pooler too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +47,12 @@ if [ "$#" -gt 0 ]; then FILES=("$@"); fi
 
 dir=$(mktemp -d /tmp/listing-ci-pgbouncer.XXXXXX)
 port=$(node -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close() })")
+version=$("$PGBOUNCER" --version | head -n 1)
+prepared_settings=""
+if node -e "const [, major, minor] = /PgBouncer (\d+)\.(\d+)/.exec(process.argv[1]) ?? []; process.exit(+major > 1 || (+major === 1 && +minor >= 21) ? 0 : 1)" "$version"; then
+  prepared_settings="max_prepared_statements = 200"
+  export TEST_POOLER_PREPARES=true
+fi
 upstream_host=$(node -e "console.log(new URL(process.argv[1]).hostname)" "$UPSTREAM")
 upstream_port=$(node -e "console.log(new URL(process.argv[1]).port || 5432)" "$UPSTREAM")
 upstream_user=$(node -e "console.log(decodeURIComponent(new URL(process.argv[1]).username) || 'postgres')" "$UPSTREAM")
@@ -62,6 +72,7 @@ max_client_conn = 2000
 ignore_startup_parameters = extra_float_digits
 logfile = $dir/pgbouncer.log
 pidfile = $dir/pgbouncer.pid
+$prepared_settings
 INI
 echo "\"$upstream_user\" \"\"" >"$dir/userlist.txt"
 
@@ -98,7 +109,7 @@ done
 pg_isready -h 127.0.0.1 -p "$port" -q || { echo "test-through-pgbouncer: PgBouncer does not answer on $port" >&2; exit 1; }
 
 through=$(node -e "const u = new URL(process.argv[1]); u.hostname = '127.0.0.1'; u.port = process.argv[2]; console.log(u.toString())" "$UPSTREAM" "$port")
-echo "test-through-pgbouncer: ${#FILES[@]} file(s), PostgreSQL half, through PgBouncer (transaction mode) at 127.0.0.1:$port"
+echo "test-through-pgbouncer: ${#FILES[@]} file(s), PostgreSQL half, through $version (transaction mode${prepared_settings:+, keeping prepared statements}) at 127.0.0.1:$port"
 started=$(date +%s)
 TEST_POSTGRES_URL=$through DIALECTS=postgres node --test --test-concurrency=2 --test-timeout=300000 \
   --import tsx --import ./test/file-timeout.ts "${FILES[@]}"

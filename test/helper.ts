@@ -18,6 +18,7 @@ import { recordExpiries } from '../src/listings/expiry.js'
 import { MarketplaceRepository } from '../src/providers/marketplaces.js'
 import { ProviderRepository } from '../src/providers/repository.js'
 import { ResponseConformance } from './conformance.js'
+import { POOLER_PREPARES } from './pgbouncer-support.js'
 
 export const TEST_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
@@ -233,11 +234,12 @@ export async function startService(dialect: DialectName, options: ServiceOptions
     // The fixture images are served on loopback (see fixtures.ts).
     IMAGE_ALLOW_PRIVATE_NETWORKS: 'true',
     IMAGE_STORE_URL: `file:${imageFolder}`,
+    ...(POOLER_PREPARES ? { DATABASE_POOLER_PREPARES: 'true' } : {}),
     ...options.env,
   })
   // Wired as server.ts wires them, so the service under test measures its database queries too.
   const metrics = new Metrics()
-  const database = openDatabase(config.DATABASE_URL, { observeQuery: metrics.observeQuery })
+  const database = openDatabase(config.DATABASE_URL, { observeQuery: metrics.observeQuery, poolerPrepares: config.DATABASE_POOLER_PREPARES })
   await migrate(database)
   const clock = testClock()
   const drain = new Drain()

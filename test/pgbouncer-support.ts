@@ -21,6 +21,12 @@ export const PGBOUNCER = process.env.PGBOUNCER_BIN ?? '/usr/sbin/pgbouncer'
  */
 export const PREPARING_PGBOUNCER = process.env.PREPARING_PGBOUNCER_BIN ?? '/opt/pgbouncer-debian13/bin/pgbouncer'
 
+/**
+ * TEST_POOLER_PREPARES=true: TEST_POSTGRES_URL is a pooler that keeps prepared statements
+ * (scripts/test-through-pgbouncer.sh with a PgBouncer of 1.21 or later), and the services under test are told so.
+ */
+export const POOLER_PREPARES = process.env.TEST_POOLER_PREPARES === 'true'
+
 export const pgbouncerInstalled = (bin = PGBOUNCER) => existsSync(bin)
 
 /** `PgBouncer 1.24.1`: the first line of `bin --version`. */

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ConfigSchema } from '../src/config.js'
+import { POOLER_PREPARES } from './pgbouncer-support.js'
 
 /**
  * The service as a real process: `node dist/cli/main.js …` (what `npm start` and `npx listing-service` run).
@@ -23,6 +24,7 @@ const CONFIG_VARIABLES = Object.keys(ConfigSchema.properties)
 export function cleanEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const unset = new Set([...CONFIG_VARIABLES, ...Object.keys(overrides)])
   const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !unset.has(name)))
+  if (POOLER_PREPARES) env.DATABASE_POOLER_PREPARES = 'true'
   for (const [name, value] of Object.entries(overrides)) if (value !== undefined) env[name] = value
   return env
 }
