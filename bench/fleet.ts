@@ -36,7 +36,7 @@ import pg from 'pg'
 import { Pool } from 'undici'
 import { createTestDatabase } from '../test/helper.js'
 import { startImageServer } from '../test/image-server.js'
-import { startPgBouncer } from '../test/pgbouncer-support.js'
+import { pgbouncerVersion, startPgBouncer } from '../test/pgbouncer-support.js'
 import { runCli } from '../test/process.js'
 import { cleanUpOnSignals, listingBody, machine, percentile, startService, writeResult, type RunningService } from './lib.js'
 import { signed } from './webhook-receiver.js'
@@ -566,7 +566,7 @@ try {
     `Command: \`npm run bench:fleet${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`.`,
     '',
     `Setup: one fresh PostgreSQL database, migrated once with \`listing-service migrate\` straight to PostgreSQL; ${PROVIDERS} providers (\`provider create\`); ` +
-      `PgBouncer in transaction mode (default_pool_size ${POOL_SIZE}) in front of it; ${INSTANCES} \`serve --no-migrate\` processes with DATABASE_URL at the PgBouncer, ` +
+      `${pgbouncerVersion()} in transaction mode (default_pool_size ${POOL_SIZE}${bouncer.keepsPrepared ? ', max_prepared_statements 200' : ''}) in front of it; ${INSTANCES} \`serve --no-migrate\` processes with DATABASE_URL at the PgBouncer${bouncer.keepsPrepared ? ' and DATABASE_POOLER_PREPARES=true' : ''}, ` +
       `LISTING_TTL_TIMED_SECONDS=${TTL_TIMED_S}, LISTING_TTL_PRIORITY_TIMED_SECONDS=${TTL_PRIORITY_S} (half the creates each type), every instance sweeping expiries every 2 s and delivering webhooks (poll 250 ms, not configurable). ` +
       `One webhook receiver in the bench's process (answers 204 at once, checks signatures with \`standardwebhooks\`), registered through the API as the one endpoint of every provider, all event types.`,
     '',
