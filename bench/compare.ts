@@ -31,7 +31,7 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { startImageServer, type ImageServer } from '../test/image-server.js'
-import { pgbouncerInstalled, pgbouncerVersion, startPgBouncer } from '../test/pgbouncer-support.js'
+import { keepsPrepared, pgbouncerInstalled, pgbouncerVersion, startPgBouncer } from '../test/pgbouncer-support.js'
 import { seededRandom as random } from '../test/seeded-random.js'
 import {
   AB_OPTIONS,
@@ -98,8 +98,6 @@ for (const build of [BUILD_A, BUILD_B]) await loadBuild(build.root)
 
 /** Everything to undo, newest first: run at the end of a dialect, on failure, and on Ctrl-C. */
 const cleanups = cleanUpOnSignals('stopping the services and dropping the databases')
-/** Which PgBouncer P went through, and whether it kept prepared statements. */
-let pgbouncerNote = ''
 
 /** A build's discovery database and the service on it. */
 interface Discovery {
@@ -345,7 +343,6 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<Dial
       // One that keeps prepared statements (PGBOUNCER_BIN of 1.21 or later) is told so: DATABASE_POOLER_PREPARES.
       const bouncer = await startPgBouncer({ poolMode: 'transaction', poolSize: 20 })
       cleanups.add(() => bouncer.stop())
-      pgbouncerNote = `${pgbouncerVersion()}, ${bouncer.keepsPrepared ? 'max_prepared_statements = 200 and DATABASE_POOLER_PREPARES=true' : 'every statement unnamed'}`
       const p: Side = { label: 'P', build: BUILD_B }
       if (b.pages) p.pages = { ...b.pages, service: await serveOn(BUILD_B, bouncer.via(b.pages.url), b.pages.pagesToken, false, bouncer.keepsPrepared) }
       if (b.discovery)
@@ -412,7 +409,7 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<Dial
   const bouncer = verdicts(record, 'B', 'P')
   if (bouncer.length > 0) {
     lines.push(
-      `### Through PgBouncer (transaction mode): P is B's build on B's databases through it (${pgbouncerNote})`,
+      `### Through PgBouncer (transaction mode): P is B's build on B's databases through it (${pgbouncerVersion()}, ${keepsPrepared() ? 'max_prepared_statements = 200 and DATABASE_POOLER_PREPARES=true' : 'every statement unnamed'})`,
       '',
       ...abHead('B', 'P'),
       ...SCENARIOS.filter((scenario) => record.has(`${scenario} P`)).map((scenario) => abRow(record, titleOf(scenario), `${scenario} B`, `${scenario} P`)),

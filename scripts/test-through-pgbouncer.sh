@@ -49,7 +49,8 @@ dir=$(mktemp -d /tmp/listing-ci-pgbouncer.XXXXXX)
 port=$(node -e "const s = require('node:net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close() })")
 version=$("$PGBOUNCER" --version | head -n 1)
 prepared_settings=""
-if node -e "const [, major, minor] = /PgBouncer (\d+)\.(\d+)/.exec(process.argv[1]) ?? []; process.exit(+major > 1 || (+major === 1 && +minor >= 21) ? 0 : 1)" "$version"; then
+# The rule is test/pgbouncer-support.ts's keepsPrepared (1.21 or later).
+if node --import tsx -e "import('./test/pgbouncer-support.ts').then((m) => process.exit(m.keepsPrepared(process.argv[1]) ? 0 : 1))" "$PGBOUNCER"; then
   prepared_settings="max_prepared_statements = 200"
   export TEST_POOLER_PREPARES=true
 fi

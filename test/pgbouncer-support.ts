@@ -33,7 +33,7 @@ export const pgbouncerInstalled = (bin = PGBOUNCER) => existsSync(bin)
 export const pgbouncerVersion = (bin = PGBOUNCER): string => execFileSync(bin, ['--version'], { encoding: 'utf8' }).split('\n')[0] ?? ''
 
 /** Whether the PgBouncer at `bin` keeps prepared statements in transaction mode: 1.21 or later. */
-function keepsPrepared(bin: string): boolean {
+export function keepsPrepared(bin = PGBOUNCER): boolean {
   const [major = 0, minor = 0] = (/PgBouncer (\d+)\.(\d+)/.exec(pgbouncerVersion(bin))?.slice(1) ?? []).map(Number)
   return major > 1 || (major === 1 && minor >= 21)
 }
