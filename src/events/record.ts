@@ -1,5 +1,6 @@
-import { sql } from 'kysely'
+import { sql, type QueryCreator, type UpdateQueryBuilder, type UpdateResult } from 'kysely'
 import type { Tx } from '../db/connection.js'
+import type { Tables } from '../db/tables.js'
 import { onPostgres } from '../db/dialect.js'
 import { perDialect, PreparedQuery } from '../db/prepared-query.js'
 import { prefixedId } from '../ids.js'
@@ -45,14 +46,58 @@ export const eventRows = (nowMs: number, events: readonly NewEvent[]): EventRow[
  * Also a write transaction of its own (database.transact): events with no other change.
  */
 export async function recordEvents(tx: Tx, owner: Owner, nowMs: number, events: readonly NewEvent[]): Promise<void> {
-  if (events.length === 0) return
+  await writeThenRecord(tx, null, owner, nowMs, events)
+}
+
+/**
+ * A write a change makes just before its events: the row of the listing it changes. On PostgreSQL it is one more part
+ * of the events' statement (writeThenRecord), so a transaction that locked that row ends one round trip sooner: the
+ * row's next writer waits for this statement and COMMIT only. Defined once per shape, at module level.
+ */
+export class LeadingWrite<P extends Record<string, unknown>> {
+  readonly #alone: (db: Tx) => PreparedQuery<P, never>
+  readonly #together: Partial<Record<Owner['kind'], PreparedQuery<P & TogetherParams, { base: number }>>> = {}
+
+  constructor(private readonly build: LeadingBuild<P>) {
+    this.#alone = perDialect<P, never>((db, param) => build(db, param))
+  }
+
+  /** This write with the values of one change. */
+  of(params: P): Lead {
+    return {
+      alone: (tx) => this.#alone(tx).executeIn(tx, params),
+      together: (tx, kind, record) => (this.#together[kind] ??= recordTogether<P>(tx, kind, this.build)).executeIn(tx, { ...params, ...record }),
+    }
+  }
+}
+
+type LeadingBuild<P> = (
+  db: QueryCreator<Tables>,
+  param: <K extends keyof P & string>(name: K) => P[K],
+) => UpdateQueryBuilder<Tables, 'listings', 'listings', UpdateResult>
+
+/** A LeadingWrite with its values: run alone, or together with the events of an owner. */
+export interface Lead {
+  alone(tx: Tx): Promise<unknown>
+  together(tx: Tx, kind: Owner['kind'], record: TogetherParams): Promise<Array<{ base: number }>>
+}
+
+/** recordEvents after `lead` (none: recordEvents itself), in one statement on PostgreSQL. */
+export async function writeThenRecord(tx: Tx, lead: Lead | null, owner: Owner, nowMs: number, events: readonly NewEvent[]): Promise<void> {
+  if (events.length === 0) {
+    await lead?.alone(tx)
+    return
+  }
   const rows = eventRows(nowMs, events)
   if (onPostgres(tx)) {
-    const together = (recordedTogether[owner.kind] ??= recordTogether(tx, owner.kind))
-    const counted = await together.executeIn(tx, { ownerId: owner.id, n: rows.length, nowMs, rows: deliveryRowsJson(rows) })
+    const record = { ownerId: owner.id, n: rows.length, nowMs, rows: deliveryRowsJson(rows) }
+    const counted = lead
+      ? await lead.together(tx, owner.kind, record)
+      : await (recordedTogether[owner.kind] ??= recordTogether(tx, owner.kind, null)).executeIn(tx, record)
     if (counted.length === 0) throw new Error(`${owner.kind} ${owner.id} does not exist`)
     return
   }
+  await lead?.alone(tx)
   const [counter] = await sqliteCounter[owner.kind](tx).executeIn(tx, { ownerId: owner.id, n: rows.length })
   if (!counter) throw new Error(`${owner.kind} ${owner.id} does not exist`)
   await insertEvents(tx, owner.id, counter.base + 1, nowMs, rows)
@@ -130,12 +175,18 @@ interface TogetherParams extends Record<string, unknown> {
 const recordedTogether: Partial<Record<Owner['kind'], PreparedQuery<TogetherParams, { base: number }>>> = {}
 
 /**
- * recordEvents on PostgreSQL, one statement: the counter, the events and their deliveries (data-modifying WITH).
- * It answers with the counter's row: none when the owner does not exist (and then nothing was written).
+ * recordEvents on PostgreSQL, one statement: the leading write if any, the counter, the events and their deliveries
+ * (data-modifying WITH). It answers with the counter's row: none when the owner does not exist (and then nothing was
+ * written).
  */
-function recordTogether(tx: Tx, kind: Owner['kind']): PreparedQuery<TogetherParams, { base: number }> {
-  return new PreparedQuery<TogetherParams, { base: number }>(tx, (db, param) =>
-    db
+function recordTogether<P extends Record<string, unknown> = TogetherParams>(
+  tx: Tx,
+  kind: Owner['kind'],
+  lead: LeadingBuild<P> | null,
+): PreparedQuery<P & TogetherParams, { base: number }> {
+  return new PreparedQuery<P & TogetherParams, { base: number }>(tx, (db, param) =>
+    // Nothing refers to the lead's rows: its type is left out.
+    (lead ? (db.with('lead', (qc) => lead(qc, param)) as unknown as typeof db) : db)
       .with('counter', (qc) =>
         qc
           .updateTable(ownerTable[kind])

@@ -3,12 +3,12 @@ import type { JobDatabase, Tx } from '../db/connection.js'
 import { onPostgres } from '../db/dialect.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
-import { listingEvent, recordEvents } from '../events/record.js'
+import { listingEvent, recordEvents, writeThenRecord } from '../events/record.js'
 import { toThousandths, type ItemColumns } from './columns.js'
 import { effective, stateFromRow, STATE_COLUMN_NAMES, unknownPositions, type ListingState } from './listing-state.js'
 import type { PatchListingInput } from './schemas.js'
 import { preconditionFails, type IfMatch } from '../http/conditional.js'
-import { lockStocked, releaseOnWithdraw, settled, writeStock } from '../reservations/transactions.js'
+import { lockStocked, releaseOnWithdraw, settled, stockLead, withdrawLead, writeStock } from '../reservations/transactions.js'
 import { belowHeld } from '../reservations/stock.js'
 
 /*
@@ -132,8 +132,8 @@ export async function patchListing(tx: Tx, args: PatchArgs): Promise<ChangeOutco
     if (stocked.settledNow) await writeStock(tx, stocked, false)
     return below.length > 0 ? { kind: 'insufficient', errors: below } : outcome
   }
-  await writeStock(tx, { ...stocked, state: outcome.listing }, true)
-  await recordEvents(tx, providerOwner(outcome.listing.provider_id), args.nowMs, [listingEvent('listing.updated', outcome.listing)])
+  const updated = listingEvent('listing.updated', outcome.listing)
+  await writeThenRecord(tx, stockLead({ ...stocked, state: outcome.listing }, true), providerOwner(outcome.listing.provider_id), args.nowMs, [updated])
   return outcome
 }
 
@@ -143,16 +143,10 @@ export async function withdrawListing(tx: Tx, args: ChangeArgs): Promise<ChangeO
   const outcome = decideWithdraw(locked?.state, args)
   if (outcome.kind !== 'done' || !outcome.changed || !locked) return outcome
   const next = outcome.listing
-  await tx
-    .updateTable('listings')
-    .set({ version: next.version, updated_at_ms: next.updated_at_ms, withdrawn_at_ms: next.withdrawn_at_ms })
-    .where('provider_id', '=', next.provider_id)
-    .where('id', '=', next.id)
-    .execute()
   const withdrawn = listingEvent('listing.withdrawn', next)
   // The held columns are null together when no hold is counted.
   if (locked.holdsExpireMs !== null) await releaseOnWithdraw(tx, next, args.nowMs, [withdrawn])
-  else await recordEvents(tx, providerOwner(next.provider_id), args.nowMs, [withdrawn])
+  else await writeThenRecord(tx, withdrawLead(next), providerOwner(next.provider_id), args.nowMs, [withdrawn])
   return outcome
 }
 

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely'
+import type { Kysely, QueryCreator, Selectable } from 'kysely'
 import { byProvider } from '../by-provider.js'
 import type { JobDatabase, Tx } from '../db/connection.js'
 import type { ListingsTable, Tables } from '../db/tables.js'
@@ -6,7 +6,7 @@ import { commitWithoutFlush, onPostgres, ownerKey } from '../db/dialect.js'
 import { perDialect } from '../db/prepared-query.js'
 import type { ProblemDetail } from '../errors.js'
 import { providerOwner } from '../events/owner.js'
-import { listingEvent, recordEvents, type NewEvent } from '../events/record.js'
+import { LeadingWrite, listingEvent, recordEvents, writeThenRecord, type Lead, type NewEvent } from '../events/record.js'
 import type { ReservationEventType } from '../events/types.js'
 import { prefixedId } from '../ids.js'
 import { preconditionFails, type IfMatch } from '../http/conditional.js'
@@ -92,7 +92,7 @@ export async function settled(tx: Tx, stocked: Stocked, nowMs: number): Promise<
 type StockColumns = HeldColumns & Pick<Selectable<ListingsTable>, 'provider_id' | 'id'>
 type ChangeColumns = StockColumns & Pick<Selectable<ListingsTable>, 'version' | 'updated_at_ms' | 'discount_rate' | 'sold_out' | 'items_record'>
 
-const stockUpdate = (db: Kysely<Tables>, param: <K extends keyof StockColumns>(name: K) => StockColumns[K]) =>
+const stockUpdate = (db: QueryCreator<Tables>, param: <K extends keyof StockColumns>(name: K) => StockColumns[K]) =>
   db
     .updateTable('listings')
     .set({ held_record: param('held_record'), holds_expire_ms: param('holds_expire_ms'), full_until_ms: param('full_until_ms') })
@@ -100,8 +100,8 @@ const stockUpdate = (db: Kysely<Tables>, param: <K extends keyof StockColumns>(n
     .where('id', '=', param('id'))
 
 // Compiled once per dialect: the writer thread runs every write.
-const stockQuery = perDialect<StockColumns, never>(stockUpdate)
-const changeQuery = perDialect<ChangeColumns, never>((db, param) =>
+const stockWrite = new LeadingWrite<StockColumns>(stockUpdate)
+const changeWrite = new LeadingWrite<ChangeColumns>((db, param) =>
   stockUpdate(db, param).set({
     version: param('version'),
     updated_at_ms: param('updated_at_ms'),
@@ -111,14 +111,11 @@ const changeQuery = perDialect<ChangeColumns, never>((db, param) =>
   }),
 )
 
-/** Writes the listing's held columns, and with `changed` its change (version, items) as well. */
-export async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked, changed: boolean): Promise<void> {
+/** The write of the listing's held columns, and with `changed` its change (version, items) as well: a change's events follow it. */
+export function stockLead({ state, held, holdsExpireMs }: Stocked, changed: boolean): Lead {
   const stock = { provider_id: state.provider_id, id: state.id, ...heldColumns(quantitiesOf(state), held, holdsExpireMs) }
-  if (!changed) {
-    await stockQuery(tx).executeIn(tx, stock)
-    return
-  }
-  await changeQuery(tx).executeIn(tx, {
+  if (!changed) return stockWrite.of(stock)
+  return changeWrite.of({
     ...stock,
     version: state.version,
     updated_at_ms: state.updated_at_ms,
@@ -126,6 +123,22 @@ export async function writeStock(tx: Tx, { state, held, holdsExpireMs }: Stocked
     sold_out: isSoldOut(state.items) ? 1 : 0,
     items_record: JSON.stringify(state.items),
   })
+}
+
+type WithdrawColumns = StockColumns & Pick<Selectable<ListingsTable>, 'version' | 'updated_at_ms' | 'withdrawn_at_ms'>
+const withdrawWrite = new LeadingWrite<WithdrawColumns>((db, param) =>
+  stockUpdate(db, param).set({ version: param('version'), updated_at_ms: param('updated_at_ms'), withdrawn_at_ms: param('withdrawn_at_ms') }),
+)
+
+/** The write of a withdrawal: its version and time, and no unit held any more. */
+export function withdrawLead(withdrawn: ListingState): Lead {
+  const { provider_id, id, version, updated_at_ms, withdrawn_at_ms } = withdrawn
+  return withdrawWrite.of({ provider_id, id, version, updated_at_ms, withdrawn_at_ms, ...heldColumns([], [], null) })
+}
+
+/** stockLead's write alone: no event follows it. */
+export async function writeStock(tx: Tx, stocked: Stocked, changed: boolean): Promise<void> {
+  await stockLead(stocked, changed).alone(tx)
 }
 
 const RESERVATION_COLUMNS = [
@@ -160,12 +173,18 @@ interface Change {
   view: ReservationView
 }
 
-/** One reservation event to the listing's provider and one to the marketplace, provider first (the lock order). */
-async function recordReservationEvents(tx: Tx, nowMs: number, changes: readonly Change[], listingEvents: NewEvent[] = []) {
-  if (changes.length === 0 && listingEvents.length === 0) return
+/**
+ * One reservation event to the listing's provider and one to the marketplace, provider first (the lock order), after
+ * the listing's write (`lead`).
+ */
+async function recordReservationEvents(tx: Tx, lead: Lead | null, nowMs: number, changes: readonly Change[], listingEvents: NewEvent[] = []) {
+  if (changes.length === 0 && listingEvents.length === 0) {
+    await lead?.alone(tx)
+    return
+  }
   const providerId = changes[0]?.view.providerId ?? (listingEvents[0]?.snapshot as ListingState).provider_id
   const events = (list: readonly Change[]) => list.map(({ type, view }) => ({ type, listingId: view.listingId, snapshot: view }))
-  await recordEvents(tx, providerOwner(providerId), nowMs, [...listingEvents, ...events(changes)])
+  await writeThenRecord(tx, lead, providerOwner(providerId), nowMs, [...listingEvents, ...events(changes)])
   const byMarketplace = new Map<string, Change[]>()
   for (const change of changes) byMarketplace.set(change.view.marketplace.id, [...(byMarketplace.get(change.view.marketplace.id) ?? []), change])
   for (const id of [...byMarketplace.keys()].sort()) await recordEvents(tx, { kind: 'marketplace', id }, nowMs, events(byMarketplace.get(id) ?? []))
@@ -332,8 +351,8 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
         .values(made.map(({ row: { marketplace_name: _name, ...stored } }) => stored))
         .execute()
     }
-    await writeStock(tx, { state: stocked.state, held, holdsExpireMs }, false)
   }
+  const lead = stocked && (made.length > 0 || stocked.settledNow) ? stockLead({ state: stocked.state, held, holdsExpireMs }, false) : null
   // A duplicate that committed while these waited for the listing's lock (PostgreSQL; SQLite runs one writer) took
   // the units a refusal found short, or closed nothing: the refused one is its replay.
   const isRefused = (index: number) => ['short', 'closed'].includes(outcomes[index]?.kind ?? '')
@@ -347,13 +366,16 @@ export async function holdStock(tx: Tx, holds: readonly HoldArgs[]): Promise<Hol
   }
   // Nothing held: what this transaction wrote (a row lock, run-out holds taken out) the next write makes again, so
   // its commit gives the listing's lock back without waiting for the disk.
-  if (made.length === 0) await commitWithoutFlush(tx)
+  if (made.length === 0) {
+    await lead?.alone(tx)
+    await commitWithoutFlush(tx)
+  }
   const changes = made.map(({ row, hold, index }) => {
     const view = reservationView(row, hold.nowMs)
     outcomes[index] = { kind: 'made', reservation: view }
     return { type: 'reservation.held' as const, view }
   })
-  await recordReservationEvents(tx, first.nowMs, changes)
+  await recordReservationEvents(tx, made.length > 0 ? lead : null, first.nowMs, changes)
   return outcomes as HoldOutcome[]
 }
 
@@ -436,17 +458,18 @@ export async function endReservation(tx: Tx, args: EndArgs): Promise<EndOutcome>
     state = { ...state, items, version: state.version + 1, updated_at_ms: Math.max(args.nowMs, state.updated_at_ms) }
   }
   const listingEvents = quantityChange === 0 ? [] : [listingEvent('listing.updated', state)]
-  if (status === 'held' || quantityChange !== 0 || stocked.settledNow) await writeStock(tx, { ...stocked, state, held }, quantityChange !== 0)
   const changes = await writeEnded(tx, [row], { status: decision.to, ended_by: decision.endedBy, updated_at_ms: args.nowMs }, args.nowMs)
-  await recordReservationEvents(tx, args.nowMs, changes, listingEvents)
+  const writesStock = status === 'held' || quantityChange !== 0 || stocked.settledNow
+  await recordReservationEvents(tx, writesStock ? stockLead({ ...stocked, state, held }, quantityChange !== 0) : null, args.nowMs, changes, listingEvents)
   return { kind: 'done', reservation: (changes[0] as Change).view }
 }
 
 // ---- What changes of the listing do to its holds ----
 
 /**
- * On withdrawal, in its transaction: every reservation held now becomes `released` by `listing_withdrawn`, each with
- * its events; none is counted any more (those run out are left to the sweeper, which records them `expired`).
+ * A withdrawal of a listing with holds counted, in its transaction: every reservation held now becomes `released` by
+ * `listing_withdrawn`, each with its events; none is counted any more (those run out are left to the sweeper, which
+ * records them `expired`). The listing is written last (withdrawLead), with the events.
  */
 export async function releaseOnWithdraw(tx: Tx, withdrawn: ListingState, nowMs: number, listingEvents: NewEvent[]): Promise<void> {
   const rows = await reservationQuery(tx)
@@ -465,8 +488,7 @@ export async function releaseOnWithdraw(tx: Tx, withdrawn: ListingState, nowMs: 
     .where('listing_id', '=', withdrawn.id)
     .where('counted', '=', 1)
     .execute()
-  await writeStock(tx, { state: withdrawn, held: [], holdsExpireMs: null }, false)
-  await recordReservationEvents(tx, nowMs, released, listingEvents)
+  await recordReservationEvents(tx, withdrawLead(withdrawn), nowMs, released, listingEvents)
 }
 
 // ---- Expiries ----
@@ -495,7 +517,7 @@ export async function recordHoldExpiries(tx: Tx, providerId: string, ids: readon
       .execute()
     changes.push(...(await writeEnded(tx, rows, { status: 'expired' }, nowMs)))
   }
-  await recordReservationEvents(tx, nowMs, changes)
+  await recordReservationEvents(tx, null, nowMs, changes)
   return changes.length
 }
 
