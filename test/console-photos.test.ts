@@ -245,6 +245,12 @@ if (browserAvailable()) {
       const provider = await service.newProvider('Keyboard Photo Bakery')
       const ctx = await context()
       const { page, problems } = await watchedPage(ctx)
+      // Waited for from the start: Playwright turns on the interception of file choosers when the first one is waited
+      // for, and a Space pressed while that is still under way may open a chooser nobody sees. The likely cause of one
+      // CI failure (not reproduced in 12 runs, loaded or not).
+      const chosen = page.waitForEvent('filechooser', { timeout: 120_000 })
+      // A test that fails before the Space closes the page under it: that rejection is not this test's failure.
+      chosen.catch(() => undefined)
       await signInWithToken(page, service.baseUrl, provider.token)
       await page.goto(`${service.baseUrl}/console/new`)
       await page.getByLabel('Brand web name').focus()
@@ -255,7 +261,8 @@ if (browserAvailable()) {
         return { name: input.name, outline: label.outlineStyle, width: label.outlineWidth }
       })
       assert.deepEqual(focus, { name: '/brand/imageUrl#file', outline: 'solid', width: '3px' })
-      const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.keyboard.press('Space')])
+      await page.keyboard.press('Space')
+      const chooser = await chosen
       assert.equal(chooser.isMultiple(), false)
       await chooser.setFiles({ name: 'logo.png', mimeType: 'image/png', buffer: png })
       await hostedUrlIn(page, '/brand/imageUrl')
