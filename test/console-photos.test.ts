@@ -247,7 +247,7 @@ if (browserAvailable()) {
       const { page, problems } = await watchedPage(ctx)
       // Waited for from the start: Playwright turns on the interception of file choosers when the first one is waited
       // for, and a Space pressed while that is still under way may open a chooser nobody sees. The likely cause of one
-      // CI failure (not reproduced in 12 runs, loaded or not).
+      // CI failure (not reproduced in 11 runs, loaded or not).
       const chosen = page.waitForEvent('filechooser', { timeout: 120_000 })
       // A test that fails before the Space closes the page under it: that rejection is not this test's failure.
       chosen.catch(() => undefined)
