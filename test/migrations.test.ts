@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { sql, type Kysely } from 'kysely'
 import { openDatabase } from '../src/db/connection.js'
+import { migrate } from '../src/db/migrate.js'
 import { cellOf } from '../src/discovery/cells.js'
 import { unitVector } from '../src/discovery/sphere.js'
 import { itemColumns, listingColumns } from '../src/listings/columns.js'
@@ -56,6 +57,25 @@ for (const dialect of await testDialects()) {
         } finally {
           await database.drop()
         }
+      }
+    })
+
+    test('closing a database that ran only its migrations leaves no connection open (a `migrate` run exits when done)', async () => {
+      const testDatabase = await createTestDatabase(dialect)
+      try {
+        const sockets = () => process.getActiveResourcesInfo().filter((resource) => resource === 'TCPSocketWrap').length
+        const before = sockets()
+        const database = openDatabase(testDatabase.url)
+        await migrate(database)
+        await database.close()
+        // An open one keeps the process alive: `migrate` on PostgreSQL used to linger for pg's idle timeout, 10 s.
+        // pg's end resolves before the socket has closed, so its closing is waited for, well within those 10 s.
+        const deadline = Date.now() + 5000
+        while (sockets() > before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+        assert.equal(sockets(), before, 'a connection is still open 5 s after close')
+        await database.close()
+      } finally {
+        await testDatabase.drop()
       }
     })
   })

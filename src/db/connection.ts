@@ -257,11 +257,16 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
     case 'postgres': {
       const pool = postgresPool(target.url, options)
       const { poolerPrepares } = options
-      const kysely = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, QUERY_TIMEOUT_MS, { poolerPrepares }) }), log })
-      // Shares the pool; only `kysely` ends it on close.
-      const unbounded = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, undefined, { poolerPrepares }) }), log })
-      const background = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: withStatements(pool, QUERY_TIMEOUT_MS, { prepare: false }) }), log })
+      // The three share the pool, which close() ends once, after them: a Kysely ends its pool only if it ran a
+      // query, and `migrate` runs on `unbounded` alone (its idle connection kept the process alive until pg's idle
+      // timeout, 10 s).
+      const sharing = (timeoutMs: number | undefined, statements: { prepare?: boolean; poolerPrepares?: boolean | undefined }) =>
+        new Kysely<Tables>({ dialect: new PostgresDialect({ pool: { ...withStatements(pool, timeoutMs, statements), end: async () => {} } }), log })
+      const kysely = sharing(QUERY_TIMEOUT_MS, { poolerPrepares })
+      const unbounded = sharing(undefined, { poolerPrepares })
+      const background = sharing(QUERY_TIMEOUT_MS, { prepare: false })
       const replica = options.readUrl === undefined ? undefined : openReplica(options.readUrl, options, log)
+      let closed: Promise<void> | undefined
       return {
         kysely,
         unbounded,
@@ -271,9 +276,11 @@ export function openDatabase(url: string, options: OpenOptions = {}): Database {
         transactBackground: inTransaction(background),
         replica,
         dialect: 'postgres',
-        close: async () => {
-          await Promise.all([kysely.destroy(), replica?.destroy()])
-        },
+        close: () =>
+          (closed ??= (async () => {
+            await Promise.all([kysely.destroy(), unbounded.destroy(), background.destroy(), replica?.destroy()])
+            await pool.end()
+          })()),
       }
     }
   }
