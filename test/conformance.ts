@@ -31,6 +31,8 @@ function pathPattern(template: string): RegExp {
   return new RegExp(`^${escaped}$`)
 }
 
+const loadedByDocument = new Map<string, Promise<ResponseConformance>>()
+
 export class ResponseConformance {
   readonly #document: Document
   readonly #templates: Array<[template: string, pattern: RegExp]>
@@ -57,8 +59,16 @@ export class ResponseConformance {
    * The document GET /openapi.json serves (its handler returns app.swagger()), read without a request so that
    * tests counting requests (metrics, rate limits) count only their own.
    */
-  static async load(app: FastifyInstance): Promise<ResponseConformance> {
-    return new ResponseConformance(await dereference(structuredClone(app.swagger())))
+  /**
+   * The checker of `app`'s document, one per document in a process: a file that starts many services (each of a
+   * configuration of its own, most with the same document) compiles each schema once, not once per service.
+   */
+  static load(app: FastifyInstance): Promise<ResponseConformance> {
+    const document = app.swagger()
+    const text = JSON.stringify(document)
+    let loaded = loadedByDocument.get(text)
+    if (!loaded) loadedByDocument.set(text, (loaded = dereference(structuredClone(document)).then((doc) => new ResponseConformance(doc))))
+    return loaded
   }
 
   /** Throws an AssertionError naming the request when the document does not describe `response`. */
