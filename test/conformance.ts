@@ -57,11 +57,8 @@ export class ResponseConformance {
 
   /**
    * The document GET /openapi.json serves (its handler returns app.swagger()), read without a request so that
-   * tests counting requests (metrics, rate limits) count only their own.
-   */
-  /**
-   * The checker of `app`'s document, one per document in a process: a file that starts many services (each of a
-   * configuration of its own, most with the same document) compiles each schema once, not once per service.
+   * tests counting requests (metrics, rate limits) count only their own. One checker per document in a process:
+   * a file that starts many services (most with the same document) compiles each schema once, not once per service.
    */
   static load(app: FastifyInstance): Promise<ResponseConformance> {
     const document = app.swagger()
