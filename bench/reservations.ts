@@ -24,7 +24,8 @@
  *                listing (10; with 0 it holds nothing either: an A/A check of the two cities). On PostgreSQL the
  *                pages of the listings table and of discovery's two indexes are written down for each city, and
  *                --reindex rebuilds those indexes once the holds are made (what the holds' row updates did to
- *                their size taken out)
+ *                their size taken out). Each city's measured service starts once the city is settled; the holds
+ *                are made through a service of their own
  *
  * Holds are warmed up on a listing of their own, so that a measured listing's open holds are only its own. After the
  * rounds, the accounting is checked: each hot listing's `held` (GET …/stock) against its held reservations listed by
@@ -296,28 +297,35 @@ async function prepareCity(dialect: Dialect, side: CityBench['side']): Promise<C
     await database.close()
   }
   const tokens = await makeClients(fresh.url, [], MARKETPLACES)
-  const service = await serve(fresh.url, providerToken)
-  const city: CityBench = { side, service, marketplaceToken: tokens.marketplaces[0] as string, heldListings: 0 }
+  let heldListings = 0
+  let hold: EachOnceResult | undefined
   if (side === 'held' && HELD_EVERY > 0) {
+    // The holds are made through a service of their own, stopped before the rounds: the one measured starts on the
+    // settled city in both cases, so that neither side carries what serving 10,000 holds left in its process.
+    const holding = await serve(fresh.url, providerToken)
     const chosenListings = listings.filter((_, i) => i % HELD_EVERY === 0)
     const requests = chosenListings.map(({ id }, i) => {
       const kind = holdKinds(id, tokens.marketplaces)[i % MARKETPLACES] as RequestKind
       return { ...kind, body: kind.body?.replace(UNIQUE, `city-${i}`) }
     })
-    city.hold = await runEachOnce(service.baseUrl, requests, CONNECTIONS, ANSWER_WAIT_MS)
+    hold = await runEachOnce(holding.baseUrl, requests, CONNECTIONS, ANSWER_WAIT_MS)
     // A hold refused under load (a 503) holds nothing: the listings holding one are those answered 201.
-    city.heldListings = city.hold.statuses['201'] ?? 0
+    heldListings = hold.statuses['201'] ?? 0
+    await holding.stop()
   }
+  let pages: string | undefined
   const settling = openDatabase(fresh.url)
   try {
     await settle(settling)
     if (settling.dialect === 'postgres') {
       if (args.reindex) await sql`reindex table listings`.execute(settling.kysely)
-      city.pages = await listingPages(settling)
+      pages = await listingPages(settling)
     }
   } finally {
     await settling.close()
   }
+  const service = await serve(fresh.url, providerToken)
+  const city: CityBench = { side, service, marketplaceToken: tokens.marketplaces[0] as string, heldListings, hold, pages }
   await fiveKmPage(service.baseUrl, city.marketplaceToken) // a full page, or the run stops here
   console.error(
     `${dialect}: city "${side}" ready, ${fmt(listings.length)} listings, ${fmt(city.heldListings)} holding a reservation${city.pages ? `; pages: ${city.pages}` : ''}`,
