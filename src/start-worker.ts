@@ -16,11 +16,14 @@ function startModuleWorker(url: URL, workerData: unknown): Worker {
   return new Worker(script, { eval: true, workerData })
 }
 
-/** src/…/name.ts's build: dist/…/name.js. */
+/** This checkout's src/ and dist/, from this module's own place in src/ (only asked when run from source). */
+const SOURCE_ROOT = new URL('./', import.meta.url)
+const BUILD_ROOT = new URL('../dist/', import.meta.url)
+
+/** A module of this checkout's src/, …/name.ts, and its build: dist/…/name.js. */
 export function builtModule(source: URL): URL {
-  const built = source.href.replace(/\/src\/(?!.*\/src\/)(.*)\.ts$/, '/dist/$1.js')
-  if (built === source.href) throw new Error(`${source.href} is not a module under src/`)
-  return new URL(built)
+  if (!source.href.startsWith(SOURCE_ROOT.href) || !source.href.endsWith('.ts')) throw new Error(`${source.href} is not a module of ${SOURCE_ROOT.href}`)
+  return new URL(`${source.href.slice(SOURCE_ROOT.href.length, -'.ts'.length)}.js`, BUILD_ROOT)
 }
 
 /** The module named `name` beside `base` (an import.meta.url), with base's extension: .ts from source, .js built. */

@@ -4,16 +4,19 @@ import { fileURLToPath } from 'node:url'
 import { test } from 'node:test'
 import { builtModule, siblingModule } from '../src/start-worker.js'
 
-// Which module a worker thread runs (start-worker.ts): a source module's build is its path under dist/ instead of src/.
+// Which module a worker thread runs (start-worker.ts): a module of this checkout's src/ has its build at the same
+// path under dist/.
 
-test("a module under src/ is built to the same path under dist/, with .js for .ts, whatever lies above the checkout's src/", () => {
-  assert.equal(builtModule(new URL('file:///work/main/src/db/sqlite-writer-worker.ts')).href, 'file:///work/main/dist/db/sqlite-writer-worker.js')
-  assert.equal(builtModule(new URL('file:///home/src/app/src/worker.ts')).href, 'file:///home/src/app/dist/worker.js')
+test('a module of src/ is built to the same path under dist/, with .js for .ts', () => {
+  const source = new URL('../src/db/sqlite-writer-worker.ts', import.meta.url)
+  assert.equal(builtModule(source).href, new URL('../dist/db/sqlite-writer-worker.js', import.meta.url).href)
+  assert.equal(builtModule(new URL('../src/start-worker.ts', import.meta.url)).href, new URL('../dist/start-worker.js', import.meta.url).href)
 })
 
-test('a module outside src/, or not a .ts file, has no build: refused rather than guessed', () => {
-  assert.throws(() => builtModule(new URL('file:///work/main/test/worker.ts')), /is not a module under src\//)
-  assert.throws(() => builtModule(new URL('file:///work/main/src/worker.js')), /is not a module under src\//)
+test("a module outside this checkout's src/, or not a .ts file, has no build: refused rather than guessed", () => {
+  for (const elsewhere of ['../test/worker.ts', '../src/worker.js', '../../other/src/db/sqlite-writer-worker.ts']) {
+    assert.throws(() => builtModule(new URL(elsewhere, import.meta.url)), /is not a module of /)
+  }
 })
 
 test("the writer thread's module, from source, has a build that npm test's threads run", () => {
