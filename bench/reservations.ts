@@ -267,8 +267,8 @@ interface CityBench {
   side: (typeof DISCOVER_SIDES)[number]
   service: RunningService
   marketplaceToken: string
-  heldListings: number
-  hold?: EachOnceResult
+  /** The holds made in the `held` city before its service was started. */
+  hold?: EachOnceResult | undefined
   /** PostgreSQL: 8 kB pages of the listings table and of the two indexes discovery scans, once settled. */
   pages?: string
 }
@@ -297,40 +297,49 @@ async function prepareCity(dialect: Dialect, side: CityBench['side']): Promise<C
     await database.close()
   }
   const tokens = await makeClients(fresh.url, [], MARKETPLACES)
-  let heldListings = 0
-  let hold: EachOnceResult | undefined
-  if (side === 'held' && HELD_EVERY > 0) {
-    // The holds are made through a service of their own, stopped before the rounds: the one measured starts on the
-    // settled city in both cases, so that neither side carries what serving 10,000 holds left in its process.
-    const holding = await serve(fresh.url, providerToken)
-    const chosenListings = listings.filter((_, i) => i % HELD_EVERY === 0)
-    const requests = chosenListings.map(({ id }, i) => {
-      const kind = holdKinds(id, tokens.marketplaces)[i % MARKETPLACES] as RequestKind
+  const hold = side === 'held' && HELD_EVERY > 0 ? await holdEveryNth(fresh.url, providerToken, listings, tokens.marketplaces) : undefined
+  const pages = await settleCity(fresh.url)
+  // The measured service starts on the settled city in both cases, so that neither side carries what serving the
+  // holds left in a process.
+  const service = await serve(fresh.url, providerToken)
+  const city: CityBench = { side, service, marketplaceToken: tokens.marketplaces[0] as string, hold, pages }
+  await fiveKmPage(service.baseUrl, city.marketplaceToken) // a full page, or the run stops here
+  console.error(
+    `${dialect}: city "${side}" ready, ${fmt(listings.length)} listings, ${fmt(heldListings(city))} holding a reservation${city.pages ? `; pages: ${city.pages}` : ''}`,
+  )
+  return city
+}
+
+/** 1 unit of every HELD_EVERY-th listing held, the marketplaces in turn, through a service of their own, stopped after. */
+async function holdEveryNth(url: string, providerToken: string, listings: ReadonlyArray<{ id: string }>, marketplaceTokens: string[]) {
+  const holding = await serve(url, providerToken)
+  const requests = listings
+    .filter((_, i) => i % HELD_EVERY === 0)
+    .map(({ id }, i) => {
+      const kind = holdKinds(id, marketplaceTokens)[i % MARKETPLACES] as RequestKind
       return { ...kind, body: kind.body?.replace(UNIQUE, `city-${i}`) }
     })
-    hold = await runEachOnce(holding.baseUrl, requests, CONNECTIONS, ANSWER_WAIT_MS)
-    // A hold refused under load (a 503) holds nothing: the listings holding one are those answered 201.
-    heldListings = hold.statuses['201'] ?? 0
+  try {
+    return await runEachOnce(holding.baseUrl, requests, CONNECTIONS, ANSWER_WAIT_MS)
+  } finally {
     await holding.stop()
   }
-  let pages: string | undefined
-  const settling = openDatabase(fresh.url)
+}
+
+/** A hold refused under load (a 503) holds nothing: the listings holding one are those answered 201. */
+const heldListings = (city: CityBench) => city.hold?.statuses['201'] ?? 0
+
+/** Settles the city's database; on PostgreSQL, returns the pages of its listings and discovery's indexes. */
+async function settleCity(url: string): Promise<string | undefined> {
+  const settling = openDatabase(url)
   try {
     await settle(settling)
-    if (settling.dialect === 'postgres') {
-      if (args.reindex) await sql`reindex table listings`.execute(settling.kysely)
-      pages = await listingPages(settling)
-    }
+    if (settling.dialect !== 'postgres') return undefined
+    if (args.reindex) await sql`reindex table listings`.execute(settling.kysely)
+    return await listingPages(settling)
   } finally {
     await settling.close()
   }
-  const service = await serve(fresh.url, providerToken)
-  const city: CityBench = { side, service, marketplaceToken: tokens.marketplaces[0] as string, heldListings, hold, pages }
-  await fiveKmPage(service.baseUrl, city.marketplaceToken) // a full page, or the run stops here
-  console.error(
-    `${dialect}: city "${side}" ready, ${fmt(listings.length)} listings, ${fmt(city.heldListings)} holding a reservation${city.pages ? `; pages: ${city.pages}` : ''}`,
-  )
-  return city
 }
 
 /**
@@ -734,7 +743,7 @@ async function benchDialect(dialect: Dialect, images: ImageServer): Promise<stri
       lines.push(
         `Discovery databases: ${fmt(CITY_LISTINGS)} listings of ${CITY_PROVIDERS} providers within ${CITY_RADIUS_KM} km of (${DENSE_CITY.latitude}, ${DENSE_CITY.longitude}), 1 item of quantity 10 each, seeded straight into the tables (bench/seed.ts) identically; ` +
           (HELD_EVERY > 0
-            ? `\`held\`: 1 unit of every ${HELD_EVERY}th listing held (${fmt(held?.heldListings ?? 0)} holds through the API, ${fmt(held?.hold?.rps ?? NaN)}/s, answered ${held?.hold ? answersOf(held.hold) : '–'}; none runs out during the run); \`none\`: no hold.`
+            ? `\`held\`: 1 unit of every ${HELD_EVERY}th listing held (${fmt(held ? heldListings(held) : 0)} holds through the API, ${fmt(held?.hold?.rps ?? NaN)}/s, answered ${held?.hold ? answersOf(held.hold) : '–'}; none runs out during the run); \`none\`: no hold.`
             : '`held` holds nothing either (`--held-every 0`): an A/A check of the two cities.') +
           (cities.some((city) => city.pages)
             ? ` Pages (8 kB) once settled${args.reindex ? ' and reindexed (`--reindex`)' : ''}: ${cities.map((city) => `\`${city.side}\` ${city.pages ?? '–'}`).join('; ')}.`
